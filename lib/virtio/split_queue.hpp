@@ -1,0 +1,111 @@
+#pragma once
+// The device side of one split virtqueue living in guest memory.
+//
+// Owned by exactly one service thread. Memory orders against the driver (the
+// guest, in another process) are spelled out in split_queue.cpp:
+//   avail->idx  load-acquire, then ring entries and descriptors are read;
+//   used ring entries are written, then used->idx store-release;
+//   a full fence separates "used->idx published" from "read used_event/flags"
+//   and "notifications enabled" from "re-read avail->idx" (no lost kick or
+//   interrupt).
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "virtio/descriptor_chain.hpp"
+#include "virtio/guest_memory.hpp"
+#include "virtio/queue_error.hpp"
+#include "virtio/split_ring_layout.hpp"
+
+namespace xdpvhost::virtio {
+
+class SplitQueue {
+ public:
+  struct Config {
+    std::uint32_t size = 0;
+    std::uint64_t desc_uva = 0;  // frontend virtual addresses (vhost-user SET_VRING_ADDR)
+    std::uint64_t avail_uva = 0;
+    std::uint64_t used_uva = 0;
+    std::uint16_t last_avail_idx = 0;  // SET_VRING_BASE
+    bool event_idx = false;
+  };
+
+  // What a chain is allowed to hold.
+  enum class Direction : std::uint8_t { kDeviceReads, kDeviceWrites };
+
+  SplitQueue() = default;
+  SplitQueue(const SplitQueue&) = delete;
+  SplitQueue& operator=(const SplitQueue&) = delete;
+
+  // Translates and checks the ring. Returns kNone or why the ring is unusable
+  // (the queue is then broken).
+  QueueError attach(std::shared_ptr<const GuestMemory> memory, const Config& config);
+  void detach() noexcept;
+
+  bool attached() const noexcept { return memory_ != nullptr; }
+  bool broken() const noexcept { return error_ != QueueError::kNone; }
+  bool usable() const noexcept { return attached() && !broken(); }
+  QueueError error() const noexcept { return error_; }
+  std::uint32_t size() const noexcept { return size_; }
+  std::uint16_t last_avail_idx() const noexcept { return last_avail_idx_; }
+  const std::shared_ptr<const GuestMemory>& memory() const noexcept { return memory_; }
+
+  // Chains the driver has made available and we have not popped yet.
+  std::uint16_t available() noexcept;
+
+  // Pops the next chain into `out`. Returns false if there is none or the
+  // queue broke while reading it (then error() tells why).
+  bool pop(DescriptorChain& out, Direction direction) noexcept;
+
+  // Gives the last `count` popped chains back to the driver's ring, unused.
+  void unpop(std::uint16_t count) noexcept { last_avail_idx_ -= count; }
+
+  // Writes a used element; the driver sees it at publish_used().
+  void add_used(std::uint16_t head, std::uint32_t len) noexcept;
+  std::uint16_t staged_used() const noexcept { return staged_; }
+
+  // One release store of used->idx covering every staged element.
+  void publish_used() noexcept;
+
+  // After publish_used(): does the driver want an interrupt for what was
+  // published since the last signal? (EVENT_IDX used_event, else NO_INTERRUPT.)
+  bool should_signal() noexcept;
+
+  // Ask the driver to kick us; returns true if chains arrived meanwhile, in
+  // which case the caller must poll again instead of sleeping.
+  bool enable_notifications() noexcept;
+  void disable_notifications() noexcept;
+
+ private:
+  bool fail(QueueError e) noexcept {
+    error_ = e;
+    return false;
+  }
+  bool walk(std::uint16_t head, DescriptorChain& out, Direction direction) noexcept;
+  bool add_buffer(const Descriptor& d, DescriptorChain& out, Direction direction) noexcept;
+  std::uint16_t load_avail_idx() const noexcept;
+
+  std::shared_ptr<const GuestMemory> memory_;
+  std::uint8_t* desc_ = nullptr;
+  std::uint8_t* avail_ = nullptr;
+  std::uint8_t* used_ = nullptr;
+  std::uint32_t size_ = 0;
+  bool event_idx_ = false;
+  QueueError error_ = QueueError::kNone;
+
+  std::uint16_t last_avail_idx_ = 0;  // next avail entry to pop
+  std::uint16_t avail_idx_ = 0;       // last avail->idx read
+  std::uint16_t used_idx_ = 0;        // next used entry to write
+  std::uint16_t staged_ = 0;          // written but not published
+  std::uint16_t signalled_used_ = 0;  // used idx at the last interrupt decision
+  bool signalled_used_valid_ = false;
+  bool published_unsignalled_ = false;
+
+  // Loop detection: visited_[i] == generation_ means descriptor i was seen in
+  // the chain being walked.
+  std::vector<std::uint32_t> visited_;
+  std::uint32_t generation_ = 0;
+};
+
+}  // namespace xdpvhost::virtio
