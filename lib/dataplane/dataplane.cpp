@@ -1,0 +1,73 @@
+#include "dataplane/dataplane.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace xdpvhost::dataplane {
+
+Dataplane::Dataplane(Options options) : tunables_(options.tunables) {
+  if (options.threads == 0) options.threads = 1;
+  std::vector<ServiceThread*> all;
+  for (std::uint16_t i = 0; i < options.threads; ++i) {
+    std::optional<int> cpu;
+    if (i < options.cpus.size()) cpu = options.cpus[i];
+    threads_.push_back(std::make_unique<ServiceThread>(i, cpu, tunables_));
+    all.push_back(threads_.back().get());
+  }
+  for (auto& t : threads_) t->connect(all);
+  for (auto& t : threads_) t->start();
+  publish_table();
+}
+
+Dataplane::~Dataplane() {
+  for (auto& t : threads_) t->stop();
+}
+
+std::uint16_t Dataplane::least_loaded_thread() const {
+  std::vector<unsigned> load(threads_.size(), 0);
+  for (const auto& e : entries_) ++load[e.thread];
+  return static_cast<std::uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
+}
+
+void Dataplane::attach(Port& port, std::uint16_t thread) {
+  if (thread >= threads_.size()) throw std::out_of_range("service thread index");
+  threads_[thread]->call([&] { threads_[thread]->attach_port(&port); });
+  entries_.push_back(SwitchEntry{&port, port.id(), thread, port.kind(), port.uplink()});
+  publish_table();
+}
+
+void Dataplane::detach(Port& port) {
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const SwitchEntry& e) { return e.port == &port; });
+  if (it == entries_.end()) return;
+  const std::uint16_t thread = it->thread;
+  entries_.erase(it);
+  publish_table();
+  threads_[thread]->call([&] { threads_[thread]->detach_port(&port); });
+}
+
+std::uint16_t Dataplane::thread_of(const Port& port) const {
+  for (const auto& e : entries_)
+    if (e.port == &port) return e.thread;
+  throw std::logic_error("port is not attached");
+}
+
+void Dataplane::set_tunables(const Tunables& t) {
+  tunables_ = t;
+  for (auto& thread : threads_) {
+    ServiceThread* th = thread.get();
+    th->call([th, t] { th->set_tunables(t); });
+  }
+}
+
+void Dataplane::publish_table() {
+  auto table = std::make_shared<SwitchTable>();
+  for (const auto& e : entries_) table->add(e);
+  std::shared_ptr<const SwitchTable> shared = table;
+  for (auto& thread : threads_) {
+    ServiceThread* th = thread.get();
+    th->call([th, shared] { th->set_table(shared); });
+  }
+}
+
+}  // namespace xdpvhost::dataplane

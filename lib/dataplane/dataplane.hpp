@@ -1,0 +1,61 @@
+#pragma once
+// The control side's handle on the datapath: the service threads, which port
+// lives on which thread, and the switch table every thread forwards with.
+// Used from the control thread only.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "dataplane/port.hpp"
+#include "dataplane/service_thread.hpp"
+#include "dataplane/switch_table.hpp"
+#include "dataplane/tunables.hpp"
+
+namespace xdpvhost::dataplane {
+
+class Dataplane {
+ public:
+  struct Options {
+    std::uint16_t threads = 1;
+    std::vector<int> cpus;  // empty, or one per thread
+    Tunables tunables;
+  };
+
+  explicit Dataplane(Options options);
+  ~Dataplane();
+  Dataplane(const Dataplane&) = delete;
+  Dataplane& operator=(const Dataplane&) = delete;
+
+  std::uint16_t thread_count() const noexcept { return static_cast<std::uint16_t>(threads_.size()); }
+  ServiceThread& thread(std::uint16_t i) { return *threads_[i]; }
+  const ServiceThread& thread(std::uint16_t i) const { return *threads_[i]; }
+
+  std::uint32_t allocate_port_id() noexcept { return next_port_id_++; }
+  // The thread with the fewest ports.
+  std::uint16_t least_loaded_thread() const;
+
+  // Hands `port` to `thread` and makes it reachable by the switch. Returns
+  // once every thread forwards with the new table.
+  void attach(Port& port, std::uint16_t thread);
+  // Makes `port` unreachable, then takes it off its thread. Afterwards no
+  // thread touches it; the caller may destroy it.
+  void detach(Port& port);
+  // The thread `port` lives on (it must be attached).
+  std::uint16_t thread_of(const Port& port) const;
+
+  const Tunables& tunables() const noexcept { return tunables_; }
+  // Applies to every service thread between two bursts.
+  void set_tunables(const Tunables& t);
+
+ private:
+  void publish_table();
+
+  std::vector<std::unique_ptr<ServiceThread>> threads_;
+  std::vector<SwitchEntry> entries_;
+  Tunables tunables_;
+  std::uint32_t next_port_id_ = 1;
+};
+
+}  // namespace xdpvhost::dataplane

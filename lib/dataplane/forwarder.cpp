@@ -1,0 +1,65 @@
+#include "dataplane/forwarder.hpp"
+
+namespace xdpvhost::dataplane {
+
+bool Forwarder::forward(Port& from, const Frame& frame) noexcept {
+  if (table_ == nullptr) {
+    from.counters().drop(DropReason::kUnknownDestination);
+    return true;
+  }
+  if (frame.is_multicast()) {
+    flood(from, frame);
+    return true;
+  }
+  if (const SwitchEntry* to = table_->find_guest(frame.dst())) {
+    if (to->port == &from) {
+      from.counters().drop(DropReason::kHairpin);
+      return true;
+    }
+    return send(from, *to, frame, /*unicast=*/true);
+  }
+  if (from.kind() == PortKind::kGuest && from.uplink() != Port::kNoUplinkId) {
+    if (const SwitchEntry* up = table_->uplink_queue(from.uplink(), thread_))
+      return send(from, *up, frame, /*unicast=*/true);
+    from.counters().drop(DropReason::kUplinkDown);
+    return true;
+  }
+  from.counters().drop(DropReason::kUnknownDestination);
+  return true;
+}
+
+void Forwarder::flood(Port& from, const Frame& frame) noexcept {
+  const bool from_uplink = from.kind() == PortKind::kUplink;
+  for (const SwitchEntry& e : table_->entries()) {
+    if (e.port == &from || e.kind != PortKind::kGuest) continue;
+    if (from_uplink && e.uplink != from.uplink()) continue;
+    send(from, e, frame, /*unicast=*/false);
+  }
+  if (!from_uplink && from.uplink() != Port::kNoUplinkId) {
+    if (const SwitchEntry* up = table_->uplink_queue(from.uplink(), thread_))
+      send(from, *up, frame, /*unicast=*/false);
+  }
+}
+
+bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame,
+                     bool unicast) noexcept {
+  if (to.thread == thread_) {
+    if (unicast && !to.port->can_accept()) return false;
+    to.port->deliver(frame);
+    return true;
+  }
+  if (frame.len > Mailbox::kMaxFrame) {
+    from.counters().drop(DropReason::kOversize);
+    return true;
+  }
+  Mailbox* box = to.thread < outboxes_.size() ? outboxes_[to.thread] : nullptr;
+  if (box == nullptr || !box->push(to.port_id, frame)) {
+    if (unicast && box != nullptr) return false;
+    from.counters().drop(DropReason::kMailboxFull);
+    return true;
+  }
+  pushed_[to.thread] = true;
+  return true;
+}
+
+}  // namespace xdpvhost::dataplane

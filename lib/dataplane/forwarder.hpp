@@ -1,0 +1,60 @@
+#pragma once
+// The switching decision for one service thread: where a frame goes, and how
+// it gets there (directly into a port this thread owns, or through the
+// mailbox of the thread that owns the destination).
+//
+//   multicast/broadcast  -> flood: from a guest to every other guest and its
+//                           uplink; from an uplink to the guests on it
+//   unicast, known MAC   -> that guest port
+//   unicast, unknown MAC -> the sending guest's uplink, else dropped
+//                           (unknown_destination)
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dataplane/frame.hpp"
+#include "dataplane/mailbox.hpp"
+#include "dataplane/port.hpp"
+#include "dataplane/switch_table.hpp"
+
+namespace xdpvhost::dataplane {
+
+class Forwarder {
+ public:
+  explicit Forwarder(std::uint16_t thread) : thread_(thread) {}
+
+  // Outbox toward each thread (nullptr for this one).
+  void set_outboxes(std::vector<Mailbox*> outboxes) {
+    outboxes_ = std::move(outboxes);
+    pushed_.assign(outboxes_.size(), false);
+  }
+  void set_table(std::shared_ptr<const SwitchTable> table) { table_ = std::move(table); }
+  const SwitchTable* table() const noexcept { return table_.get(); }
+
+  // Forwards a frame taken from `from`. Returns false if a unicast frame
+  // cannot be taken now (destination full): the caller keeps it and stops
+  // taking frames from that source for this round (back-pressure).
+  bool forward(Port& from, const Frame& frame) noexcept;
+
+  // Threads this one pushed frames to since the last call; clears the set.
+  template <class Fn>
+  void for_each_pushed(Fn&& fn) {
+    for (std::size_t t = 0; t < pushed_.size(); ++t)
+      if (pushed_[t]) {
+        pushed_[t] = false;
+        fn(static_cast<std::uint16_t>(t));
+      }
+  }
+
+ private:
+  bool send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept;
+  void flood(Port& from, const Frame& frame) noexcept;
+
+  std::uint16_t thread_;
+  std::shared_ptr<const SwitchTable> table_;
+  std::vector<Mailbox*> outboxes_;
+  std::vector<bool> pushed_;
+};
+
+}  // namespace xdpvhost::dataplane

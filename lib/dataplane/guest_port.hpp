@@ -1,0 +1,108 @@
+#pragma once
+// The datapath of one vhost-user virtio-net port: its virtqueues in guest
+// memory, their kick/call eventfds, and the copying between guest buffers
+// and frames. Owned by one service thread; the control side reaches it only
+// through commands (start_queue / stop_queue / set_*), run on that thread.
+//
+// Guest TX (odd vrings): pop chain -> strip virtio-net header -> forward ->
+//   used entry (len 0). Guest RX (even vrings): pop one chain, or several with
+//   MRG_RXBUF, -> header + frame copied in -> used entries. Used entries are
+//   published once per signal_batch and at the end of every burst, and the
+//   guest is interrupted only when EVENT_IDX/NO_INTERRUPT says it wants it.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataplane/port.hpp"
+#include "dataplane/tunables.hpp"
+#include "sys/unique_fd.hpp"
+#include "vhost/device.hpp"
+#include "vhost/device_backend.hpp"
+#include "virtio/descriptor_chain.hpp"
+#include "virtio/split_queue.hpp"
+
+namespace xdpvhost::dataplane {
+
+class GuestPort final : public Port {
+ public:
+  enum class QueueState : std::uint8_t { kStopped, kRunning, kBroken };
+  static constexpr std::uint32_t kMaxVrings = vhost::Device::kMaxVrings;
+
+  struct Options {
+    std::uint32_t mtu = 1500;
+    PortTunables tunables;
+  };
+
+  GuestPort(std::uint32_t id, std::string name, MacAddress mac, std::uint32_t uplink,
+            Options options);
+
+  // ---- commands (owning thread) ----
+  void start_queue(vhost::QueueStart&& start);
+  std::uint16_t stop_queue(std::uint32_t vring);
+  void set_mtu(std::uint32_t mtu) noexcept { max_frame_ = mtu + kL2Overhead; }
+  void set_tunables(const PortTunables& t) noexcept { tunables_ = t; }
+
+  // ---- status (any thread) ----
+  QueueState queue_state(std::uint32_t vring) const noexcept {
+    return status_[vring].state.load(std::memory_order_relaxed);
+  }
+  virtio::QueueError queue_error(std::uint32_t vring) const noexcept {
+    return status_[vring].error.load(std::memory_order_relaxed);
+  }
+  bool broken() const noexcept;
+  std::uint64_t features() const noexcept { return features_.load(std::memory_order_relaxed); }
+
+  // ---- Port ----
+  unsigned poll(Forwarder& forwarder) override;
+  void deliver(const Frame& frame) override;
+  void end_burst() override;
+  bool prepare_sleep() override;
+  void after_wake() override;
+  void wait_fds(std::vector<WaitFd>& out, bool& needs_timer) override;
+
+ private:
+  static constexpr std::uint32_t kL2Overhead = 14 + 4;  // Ethernet header + one VLAN tag
+
+  struct Queue {
+    virtio::SplitQueue ring;
+    sys::UniqueFd kick;
+    sys::UniqueFd call;
+    sys::UniqueFd err;
+    bool running = false;
+    bool error_reported = false;
+  };
+  struct Status {
+    std::atomic<QueueState> state{QueueState::kStopped};
+    std::atomic<virtio::QueueError> error{virtio::QueueError::kNone};
+  };
+
+  static bool is_tx(std::uint32_t vring) noexcept { return (vring & 1) != 0; }
+  unsigned poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder);
+  bool frame_from_chain(const virtio::DescriptorChain& chain, Frame& frame);
+  Queue* pick_rx_queue(const Frame& frame) noexcept;
+  void flush(Queue& q) noexcept;
+  void report_broken(Queue& q, std::uint32_t vring);
+  void refresh_rx_list();
+
+  Options options_;
+  PortTunables tunables_;
+  std::uint32_t max_frame_;
+  std::atomic<std::uint64_t> features_{0};
+  std::uint32_t header_size_ = 12;
+  bool mergeable_ = false;
+  bool guest_csum_ = false;
+
+  std::array<Queue, kMaxVrings> queues_;
+  std::array<Status, kMaxVrings> status_;
+  std::vector<std::uint32_t> rx_vrings_;  // running guest RX vrings
+
+  // Scratch reused for every frame (no allocation after warm-up).
+  virtio::DescriptorChain tx_chain_;
+  std::vector<Span> tx_spans_;
+  std::vector<virtio::DescriptorChain> rx_chains_;
+};
+
+}  // namespace xdpvhost::dataplane

@@ -1,0 +1,86 @@
+#pragma once
+// Frames handed from one service thread to another: a single-producer,
+// single-consumer ring of frame copies. The producer is the thread that
+// switched the frame; the consumer owns the destination port.
+//
+// Memory orders: the producer fills a slot, then stores head with release;
+// the consumer loads head with acquire before reading slots, and stores tail
+// with release after it is done with them; the producer loads tail with
+// acquire before reusing a slot.
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "dataplane/frame.hpp"
+
+namespace xdpvhost::dataplane {
+
+class Mailbox {
+ public:
+  static constexpr std::uint32_t kSlots = 256;
+  static constexpr std::uint32_t kMaxFrame = 9216;
+
+  struct Slot {
+    std::uint32_t port_id;
+    std::uint32_t len;
+    bool needs_csum;
+    std::uint16_t csum_start;
+    std::uint16_t csum_offset;
+    alignas(64) std::uint8_t data[kMaxFrame];
+  };
+
+  Mailbox() : slots_(std::make_unique<Slot[]>(kSlots)) {}
+
+  // Producer: copies the frame in; false if full (or the frame too big).
+  bool push(std::uint32_t port_id, const Frame& frame) noexcept {
+    const std::uint32_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail_.load(std::memory_order_acquire) == kSlots || frame.len > kMaxFrame)
+      return false;
+    Slot& s = slots_[head % kSlots];
+    s.port_id = port_id;
+    s.len = gather(frame, 0, s.data, frame.len);
+    s.needs_csum = frame.needs_csum;
+    s.csum_start = frame.csum_start;
+    s.csum_offset = frame.csum_offset;
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+  }
+
+  bool empty() const noexcept {
+    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
+  }
+
+  // Consumer: calls fn(port_id, frame) for up to `max` frames; returns how many.
+  template <class Fn>
+  unsigned drain(unsigned max, Fn&& fn) noexcept {
+    const std::uint32_t head = head_.load(std::memory_order_acquire);
+    std::uint32_t tail = tail_.load(std::memory_order_relaxed);
+    unsigned n = 0;
+    while (tail != head && n < max) {
+      Slot& s = slots_[tail % kSlots];
+      Span span{s.data, s.len};
+      Frame frame;
+      frame.spans = &span;
+      frame.span_count = 1;
+      frame.len = s.len;
+      frame.needs_csum = s.needs_csum;
+      frame.csum_start = s.csum_start;
+      frame.csum_offset = s.csum_offset;
+      load_ethernet_header(frame);
+      fn(s.port_id, frame);
+      ++tail;
+      ++n;
+    }
+    tail_.store(tail, std::memory_order_release);
+    return n;
+  }
+
+ private:
+  std::unique_ptr<Slot[]> slots_;
+  alignas(64) std::atomic<std::uint32_t> head_{0};
+  alignas(64) std::atomic<std::uint32_t> tail_{0};
+};
+
+}  // namespace xdpvhost::dataplane

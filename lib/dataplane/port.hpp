@@ -1,0 +1,91 @@
+#pragma once
+// A port of the switch: a guest's virtio-net device or one queue of an
+// uplink NIC. All datapath methods run on the port's owning service thread.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataplane/counters.hpp"
+#include "dataplane/frame.hpp"
+#include "dataplane/mac_address.hpp"
+
+namespace xdpvhost::dataplane {
+
+class Forwarder;
+
+enum class PortKind : std::uint8_t { kGuest, kUplink };
+
+// An fd the owning thread sleeps on while the port is idle.
+struct WaitFd {
+  int fd = -1;
+  std::uint32_t events = 0;  // EPOLLIN / EPOLLOUT
+  bool is_kick = false;      // a guest kick eventfd: read and counted on wakeup
+  class Port* port = nullptr;
+};
+
+class Port {
+ public:
+  // `uplink` is the uplink a guest sends unknown unicast and floods to, or
+  // the uplink an uplink queue belongs to (kNoUplinkId if none).
+  static constexpr std::uint32_t kNoUplinkId = 0xffffffff;
+
+  Port(std::uint32_t id, std::string name, PortKind kind, MacAddress mac,
+       std::uint32_t uplink = kNoUplinkId)
+      : id_(id), name_(std::move(name)), kind_(kind), mac_(mac), uplink_(uplink) {}
+  virtual ~Port() = default;
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  std::uint32_t id() const noexcept { return id_; }
+  const std::string& name() const noexcept { return name_; }
+  PortKind kind() const noexcept { return kind_; }
+  const MacAddress& mac() const noexcept { return mac_; }
+  std::uint32_t uplink() const noexcept { return uplink_; }
+  PortCounters& counters() noexcept { return counters_; }
+  const PortCounters& counters() const noexcept { return counters_; }
+
+  // Takes frames from the port (guest TX, NIC RX) and forwards them; returns
+  // how many it took.
+  virtual unsigned poll(Forwarder& forwarder) = 0;
+  // Puts one frame into the port (guest RX, NIC TX), or counts why not.
+  virtual void deliver(const Frame& frame) = 0;
+  // Whether a unicast frame would be taken now; false asks the sender to
+  // leave its frame where it is (back-pressure) rather than drop it.
+  virtual bool can_accept() const noexcept { return true; }
+  // End of a poll round: publish used entries, signal, kick.
+  virtual void end_burst() = 0;
+  // Before the thread sleeps: re-enable notifications; true if work arrived
+  // meanwhile (the thread must poll again).
+  virtual bool prepare_sleep() = 0;
+  // The thread is busy polling again: notifications may be suppressed.
+  virtual void after_wake() = 0;
+  // What to sleep on; `needs_timer` if some ring can only be polled.
+  virtual void wait_fds(std::vector<WaitFd>& out, bool& needs_timer) = 0;
+  // Periodic housekeeping on the owning thread (about every 100 ms), for
+  // ports that ask for it.
+  virtual bool wants_housekeeping() const noexcept { return false; }
+  virtual void housekeeping() {}
+
+  // True once after the port's wait fds changed (the thread rebuilds its set).
+  bool take_wait_fds_changed() noexcept {
+    const bool changed = wait_fds_changed_;
+    wait_fds_changed_ = false;
+    return changed;
+  }
+
+ protected:
+  void wait_fds_changed() noexcept { wait_fds_changed_ = true; }
+
+ private:
+  std::uint32_t id_;
+  std::string name_;
+  PortKind kind_;
+  MacAddress mac_;
+  std::uint32_t uplink_;
+  PortCounters counters_;
+  bool wait_fds_changed_ = false;
+};
+
+}  // namespace xdpvhost::dataplane

@@ -1,0 +1,223 @@
+#include "dataplane/service_thread.hpp"
+
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include <algorithm>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+namespace xdpvhost::dataplane {
+namespace {
+
+std::uint64_t monotonic_ns() noexcept {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+constexpr std::uint64_t kHousekeepingNs = 100'000'000;
+constexpr int kMaxEvents = 64;
+
+// epoll data for the two fds that are not a port's.
+WaitFd kCommandMarker;
+WaitFd kDoorbellMarker;
+
+}  // namespace
+
+ServiceThread::ServiceThread(std::uint16_t index, std::optional<int> cpu, const Tunables& tunables)
+    : index_(index),
+      cpu_(cpu),
+      tunables_(tunables),
+      busy_poll_us_(tunables.busy_poll_us),
+      forwarder_(index) {}
+
+ServiceThread::~ServiceThread() { stop(); }
+
+void ServiceThread::connect(const std::vector<ServiceThread*>& all) {
+  peers_ = all;
+  inboxes_.clear();
+  std::vector<Mailbox*> none;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    inboxes_.push_back(i == index_ ? nullptr : std::make_unique<Mailbox>());
+}
+
+void ServiceThread::start() {
+  // Outboxes are the peers' inboxes for frames from this thread.
+  std::vector<Mailbox*> outboxes;
+  for (std::size_t i = 0; i < peers_.size(); ++i)
+    outboxes.push_back(i == index_ ? nullptr : &peers_[i]->inbox(index_));
+  forwarder_.set_outboxes(std::move(outboxes));
+  running_.store(true);
+  thread_ = std::thread([this] { run(); });
+}
+
+void ServiceThread::stop() {
+  if (!thread_.joinable()) return;
+  stop_requested_.store(true);
+  post([] {});  // wakes the thread if it sleeps
+  thread_.join();
+  running_.store(false);
+  state_.store(State::kStopped);
+}
+
+void ServiceThread::attach_port(Port* port) {
+  ports_.push_back(port);
+  wait_fds_dirty_ = true;
+}
+
+void ServiceThread::detach_port(Port* port) {
+  std::erase(ports_, port);
+  wait_fds_dirty_ = true;
+}
+
+void ServiceThread::set_tunables(const Tunables& t) {
+  tunables_ = t;
+  busy_poll_us_.store(t.busy_poll_us, std::memory_order_relaxed);
+}
+
+Port* ServiceThread::local_port(std::uint32_t id) const noexcept {
+  for (Port* p : ports_)
+    if (p->id() == id) return p;
+  return nullptr;
+}
+
+void ServiceThread::ring_doorbell() noexcept {
+  // Pairs with the fence in sleep(): either we see the consumer asleep and
+  // ring, or it sees our frames before it sleeps.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed)) doorbell_.notify();
+}
+
+void ServiceThread::run() {
+  const std::string name = "xdpvhost-svc" + std::to_string(index_);
+  ::pthread_setname_np(::pthread_self(), name.c_str());
+  if (cpu_) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(*cpu_, &set);
+    if (::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) != 0)
+      spdlog::warn("service thread {}: cannot pin to cpu {}", index_, *cpu_);
+  }
+  state_.store(State::kBusy, std::memory_order_relaxed);
+  std::uint64_t idle_since = 0;
+  std::uint64_t last_housekeeping = monotonic_ns();
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    if (commands_.pending()) counters_.commands.add(commands_.run_pending());
+    const unsigned work = poll_round();
+    const std::uint64_t now = monotonic_ns();
+    if (wants_housekeeping_ && now - last_housekeeping >= kHousekeepingNs) {
+      last_housekeeping = now;
+      for (Port* p : ports_)
+        if (p->wants_housekeeping()) p->housekeeping();
+    }
+    if (work != 0) {
+      counters_.busy_iterations.add();
+      counters_.bursts.record(work);
+      idle_since = 0;
+      state_.store(State::kBusy, std::memory_order_relaxed);
+      continue;
+    }
+    counters_.empty_iterations.add();
+    if (idle_since == 0) idle_since = now;
+    // Seed 000: keep polling for busy_poll_us after the last work; leave at
+    // once when a control command is queued.
+    const std::uint64_t budget_ns = std::uint64_t{tunables_.busy_poll_us} * 1000;
+    if (now - idle_since < budget_ns && !commands_.pending()) {
+      state_.store(State::kPolling, std::memory_order_relaxed);
+      continue;
+    }
+    sleep();
+    idle_since = 0;
+  }
+  // Leave nothing pending for the guests.
+  for (Port* p : ports_) p->end_burst();
+}
+
+unsigned ServiceThread::poll_round() {
+  unsigned work = 0;
+  for (Port* p : ports_) work += p->poll(forwarder_);
+  work += drain_inboxes();
+  for (Port* p : ports_) p->end_burst();
+  forwarder_.for_each_pushed([this](std::uint16_t t) { peers_[t]->ring_doorbell(); });
+  return work;
+}
+
+unsigned ServiceThread::drain_inboxes() {
+  unsigned n = 0;
+  for (auto& box : inboxes_) {
+    if (!box || box->empty()) continue;
+    n += box->drain(tunables_.rx_burst, [this](std::uint32_t id, const Frame& frame) {
+      if (Port* p = local_port(id))
+        p->deliver(frame);
+      else
+        counters_.dropped_port_gone.add();
+    });
+  }
+  return n;
+}
+
+void ServiceThread::rebuild_wait_set() {
+  wait_fds_.clear();
+  needs_timer_ = false;
+  wants_housekeeping_ = false;
+  for (Port* p : ports_) {
+    p->wait_fds(wait_fds_, needs_timer_);
+    wants_housekeeping_ = wants_housekeeping_ || p->wants_housekeeping();
+  }
+  epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  auto add = [this](int fd, std::uint32_t events, WaitFd* data) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = data;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+      spdlog::warn("service thread {}: epoll_ctl add fd {} failed", index_, fd);
+  };
+  add(commands_.fd(), EPOLLIN, &kCommandMarker);
+  add(doorbell_.get(), EPOLLIN, &kDoorbellMarker);
+  for (WaitFd& w : wait_fds_) add(w.fd, w.events, &w);
+  wait_fds_dirty_ = false;
+}
+
+void ServiceThread::sleep() {
+  for (Port* p : ports_) wait_fds_dirty_ = p->take_wait_fds_changed() || wait_fds_dirty_;
+  if (wait_fds_dirty_) rebuild_wait_set();
+  // Kicks that came while we polled are read (and counted) before
+  // notifications are re-armed; one arriving after this wakes epoll.
+  for (const WaitFd& w : wait_fds_) {
+    if (!w.is_kick) continue;
+    std::uint64_t value = 0;
+    if (::read(w.fd, &value, sizeof value) == sizeof value) w.port->counters().kicks.add(value);
+  }
+  bool work = false;
+  for (Port* p : ports_) work = p->prepare_sleep() || work;
+  if (!work) {
+    sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool inbox_pending = false;
+    for (auto& box : inboxes_) inbox_pending = inbox_pending || (box && !box->empty());
+    if (!inbox_pending && !commands_.pending() && !stop_requested_.load()) {
+      state_.store(State::kSleeping, std::memory_order_relaxed);
+      counters_.sleeps.add();
+      const int timeout = needs_timer_ ? 1 : (wants_housekeeping_ ? 100 : -1);
+      epoll_event events[kMaxEvents];
+      const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, timeout);
+      counters_.wakeups.add();
+      for (int i = 0; i < n; ++i) {
+        auto* w = static_cast<WaitFd*>(events[i].data.ptr);
+        if (w == &kCommandMarker || w == &kDoorbellMarker || !w->is_kick) continue;
+        std::uint64_t value = 0;
+        if (::read(w->fd, &value, sizeof value) == sizeof value) w->port->counters().kicks.add(value);
+      }
+    }
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+  commands_.clear_wakeup();
+  doorbell_.drain();
+  for (Port* p : ports_) p->after_wake();
+  state_.store(State::kBusy, std::memory_order_relaxed);
+}
+
+}  // namespace xdpvhost::dataplane

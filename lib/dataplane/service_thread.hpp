@@ -1,0 +1,124 @@
+#pragma once
+// One service thread: it owns its ports' datapath state outright and runs
+//
+//   loop:
+//     run queued control commands
+//     poll every port (guest TX queues, uplink RX rings) and the mailboxes,
+//       forwarding what they hold; end the burst on every port (publish
+//       used entries, coalesced interrupts, TX kicks)
+//     found work           -> loop
+//     idle < busy_poll_us  -> loop (busy polling; a queued command ends it)
+//     else                 -> re-enable notifications, re-check the rings,
+//                             sleep in epoll on kick eventfds, sockets,
+//                             the command queue and the mailbox doorbell
+//
+// The control side reaches it only through post()/call().
+
+#include <atomic>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "dataplane/command_queue.hpp"
+#include "dataplane/counters.hpp"
+#include "dataplane/forwarder.hpp"
+#include "dataplane/mailbox.hpp"
+#include "dataplane/port.hpp"
+#include "dataplane/tunables.hpp"
+#include "sys/event_fd.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace xdpvhost::dataplane {
+
+class ServiceThread {
+ public:
+  enum class State : std::uint8_t { kStarting, kBusy, kPolling, kSleeping, kStopped };
+
+  ServiceThread(std::uint16_t index, std::optional<int> cpu, const Tunables& tunables);
+  ~ServiceThread();
+  ServiceThread(const ServiceThread&) = delete;
+  ServiceThread& operator=(const ServiceThread&) = delete;
+
+  // Wires the mailboxes between all threads; before start().
+  void connect(const std::vector<ServiceThread*>& all);
+  void start();
+  void stop();
+
+  std::uint16_t index() const noexcept { return index_; }
+  std::optional<int> cpu() const noexcept { return cpu_; }
+  State state() const noexcept { return state_.load(std::memory_order_relaxed); }
+  const ThreadCounters& counters() const noexcept { return counters_; }
+  std::uint32_t busy_poll_us() const noexcept { return busy_poll_us_.load(std::memory_order_relaxed); }
+
+  // ---- control side ----
+  void post(CommandQueue::Command command) { commands_.post(std::move(command)); }
+
+  // Runs `fn` on the service thread between bursts and returns its result.
+  template <class Fn>
+  auto call(Fn&& fn) -> std::invoke_result_t<Fn> {
+    using R = std::invoke_result_t<Fn>;
+    if (!running_.load() || std::this_thread::get_id() == thread_.get_id()) return fn();
+    std::promise<R> done;
+    auto future = done.get_future();
+    post([&] {
+      if constexpr (std::is_void_v<R>) {
+        fn();
+        done.set_value();
+      } else {
+        done.set_value(fn());
+      }
+    });
+    return future.get();
+  }
+
+  // ---- on the service thread (inside commands) ----
+  void attach_port(Port* port);
+  void detach_port(Port* port);
+  void set_table(std::shared_ptr<const SwitchTable> table) { forwarder_.set_table(std::move(table)); }
+  void set_tunables(const Tunables& t);
+  const Tunables& tunables() const noexcept { return tunables_; }
+  // A port's set of fds to sleep on changed.
+  void wait_fds_changed() noexcept { wait_fds_dirty_ = true; }
+
+  // Mailbox carrying frames from thread `from` to this one.
+  Mailbox& inbox(std::uint16_t from) { return *inboxes_[from]; }
+  // Called by another thread after pushing into our inbox.
+  void ring_doorbell() noexcept;
+
+ private:
+  void run();
+  unsigned poll_round();
+  unsigned drain_inboxes();
+  void sleep();
+  void rebuild_wait_set();
+  Port* local_port(std::uint32_t id) const noexcept;
+
+  const std::uint16_t index_;
+  const std::optional<int> cpu_;
+  Tunables tunables_;
+  std::atomic<std::uint32_t> busy_poll_us_;
+  CommandQueue commands_;
+  ThreadCounters counters_;
+  std::atomic<State> state_{State::kStarting};
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> sleeping_{false};
+  std::thread thread_;
+
+  std::vector<Port*> ports_;
+  Forwarder forwarder_;
+  std::vector<std::unique_ptr<Mailbox>> inboxes_;  // indexed by source thread
+  std::vector<ServiceThread*> peers_;
+  sys::EventFd doorbell_;
+  sys::UniqueFd epoll_;
+  bool wait_fds_dirty_ = true;
+  bool needs_timer_ = false;
+  bool wants_housekeeping_ = false;
+  std::vector<WaitFd> wait_fds_;
+};
+
+}  // namespace xdpvhost::dataplane

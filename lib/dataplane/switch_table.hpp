@@ -1,0 +1,58 @@
+#pragma once
+// Who is where: every port of the switch, its MAC, its uplink and the service
+// thread that owns it. Built by the control side, shared read-only by all
+// service threads; a change publishes a new table to each thread.
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "dataplane/mac_address.hpp"
+#include "dataplane/port.hpp"
+
+namespace xdpvhost::dataplane {
+
+struct SwitchEntry {
+  Port* port = nullptr;          // owned by the service thread `thread`
+  std::uint32_t port_id = 0;
+  std::uint16_t thread = 0;
+  PortKind kind = PortKind::kGuest;
+  std::uint32_t uplink = Port::kNoUplinkId;  // guests: uplink they use; uplink queues: their uplink
+};
+
+class SwitchTable {
+ public:
+  void add(const SwitchEntry& e) {
+    entries_.push_back(e);
+    if (e.kind == PortKind::kGuest) by_mac_[e.port->mac().key()] = entries_.size() - 1;
+  }
+  const std::vector<SwitchEntry>& entries() const noexcept { return entries_; }
+  // Guest port owning `mac`, or nullptr.
+  const SwitchEntry* find_guest(const MacAddress& mac) const noexcept {
+    auto it = by_mac_.find(mac.key());
+    return it == by_mac_.end() ? nullptr : &entries_[it->second];
+  }
+  const SwitchEntry* find(std::uint32_t port_id) const noexcept {
+    for (const auto& e : entries_)
+      if (e.port_id == port_id) return &e;
+    return nullptr;
+  }
+  // The queue of `uplink` to send through from `thread`: one on that thread
+  // if there is one, else the first.
+  const SwitchEntry* uplink_queue(std::uint32_t uplink, std::uint16_t thread) const noexcept {
+    const SwitchEntry* first = nullptr;
+    for (const auto& e : entries_) {
+      if (e.kind != PortKind::kUplink || e.uplink != uplink) continue;
+      if (e.thread == thread) return &e;
+      if (first == nullptr) first = &e;
+    }
+    return first;
+  }
+
+ private:
+  std::vector<SwitchEntry> entries_;
+  std::unordered_map<std::uint64_t, std::size_t> by_mac_;
+};
+
+}  // namespace xdpvhost::dataplane

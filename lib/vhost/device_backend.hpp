@@ -1,0 +1,36 @@
+#pragma once
+// What a vhost-user device asks of the datapath that serves its rings. The
+// dataplane implements it; the device (control thread) calls it.
+
+#include <cstdint>
+#include <memory>
+
+#include "sys/unique_fd.hpp"
+#include "virtio/guest_memory.hpp"
+#include "virtio/split_queue.hpp"
+
+namespace xdpvhost::vhost {
+
+struct QueueStart {
+  std::uint32_t vring = 0;  // vring index: even = guest RX, odd = guest TX
+  virtio::SplitQueue::Config ring;
+  std::shared_ptr<const virtio::GuestMemory> memory;
+  sys::UniqueFd kick;  // invalid: the frontend does not kick, the ring is polled
+  sys::UniqueFd call;  // invalid: the frontend wants no interrupts
+  sys::UniqueFd err;   // invalid: the frontend wants no error notification
+  std::uint64_t features = 0;  // negotiated virtio features
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  // The ring may be served from now on.
+  virtual void start_queue(QueueStart start) = 0;
+  // Stops serving the ring and returns the next avail index to process. Returns
+  // only once the datapath no longer touches the ring or its memory.
+  virtual std::uint16_t stop_queue(std::uint32_t vring) = 0;
+  // The frontend told the MTU it gave the guest (NET_SET_MTU).
+  virtual void set_mtu(std::uint32_t mtu) = 0;
+};
+
+}  // namespace xdpvhost::vhost

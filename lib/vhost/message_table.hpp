@@ -1,0 +1,45 @@
+#pragma once
+// Every vhost-user request this backend knows, in one table: its name, the
+// payload it must carry, the fds that come with it, and its handler.
+
+#include <cstdint>
+#include <string>
+
+#include "vhost/device.hpp"
+#include "vhost/message.hpp"
+
+namespace xdpvhost::vhost {
+
+enum class PayloadRule : std::uint8_t {
+  kAny,           // ignored (requests without arguments)
+  kU64,           // exactly 8 bytes
+  kVringState,    // struct VringState
+  kVringAddress,  // struct VringAddress
+  kMemoryTable,   // MemoryTableHeader + nregions * MemoryRegionDesc
+};
+
+enum class FdRule : std::uint8_t {
+  kNone,             // fds that come along are closed
+  kOne,              // exactly one
+  kOneUnlessNoFd,    // one, unless bit 8 of the u64 payload is set (kick/call/err)
+  kOnePerRegion,     // nregions (SET_MEM_TABLE)
+};
+
+struct MessageSpec {
+  Request request;
+  const char* name;
+  PayloadRule payload;
+  FdRule fds;
+  Outcome (Device::*handler)(Message&);
+};
+
+// The spec for `request`, or nullptr if the request is unknown.
+const MessageSpec* find_message_spec(std::uint32_t request) noexcept;
+
+// Name for logs ("SET_VRING_KICK", or "UNKNOWN(77)").
+std::string request_name(std::uint32_t request);
+
+// Checks size and fds against the spec; returns an empty string or why not.
+std::string check_message(const MessageSpec& spec, const Message& message);
+
+}  // namespace xdpvhost::vhost

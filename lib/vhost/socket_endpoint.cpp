@@ -1,0 +1,218 @@
+#include "vhost/socket_endpoint.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "vhost/message_table.hpp"
+
+namespace xdpvhost::vhost {
+namespace {
+
+bool make_address(const std::string& path, sockaddr_un& addr, std::string& error) {
+  addr = {};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    error = "socket path \"" + path + "\" is empty or longer than " +
+            std::to_string(sizeof addr.sun_path - 1) + " bytes";
+    return false;
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
+}  // namespace
+
+SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Device& device,
+                               StateCallback on_state)
+    : io_(io),
+      options_(std::move(options)),
+      device_(device),
+      on_state_(std::move(on_state)),
+      reconnect_timer_(io) {}
+
+SocketEndpoint::~SocketEndpoint() { stop(); }
+
+void SocketEndpoint::set_state(State s) {
+  if (state_ == s) return;
+  state_ = s;
+  if (on_state_) on_state_(s);
+}
+
+bool SocketEndpoint::start(std::string& error) {
+  sockaddr_un addr;
+  if (!make_address(options_.path, addr, error)) return false;
+  stopping_ = false;
+  if (options_.mode == Mode::kClient) {
+    set_state(State::kWaiting);
+    try_connect();
+    return true;
+  }
+  struct stat st {};
+  if (::lstat(options_.path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      error = options_.path + " exists and is not a socket";
+      return false;
+    }
+    ::unlink(options_.path.c_str());  // left over by a previous run
+  }
+  sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd.get(), 4) != 0) {
+    error = "cannot listen on " + options_.path + ": " + std::strerror(errno);
+    return false;
+  }
+  ::chmod(options_.path.c_str(), options_.socket_mode);
+  listen_fd_ = std::move(fd);
+  listen_wait_.emplace(io_, listen_fd_.get());
+  set_state(State::kWaiting);
+  wait_accept();
+  return true;
+}
+
+void SocketEndpoint::stop() {
+  stopping_ = true;
+  reconnect_timer_.cancel();
+  if (connection_) close_connection("endpoint stopped");
+  if (listen_wait_) {
+    listen_wait_->release();
+    listen_wait_.reset();
+  }
+  if (listen_fd_.valid()) {
+    listen_fd_.reset();
+    ::unlink(options_.path.c_str());
+  }
+  set_state(State::kStopped);
+}
+
+void SocketEndpoint::wait_accept() {
+  std::weak_ptr<int> alive = alive_;
+  listen_wait_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                           [this, alive](const boost::system::error_code& ec) {
+                             if (ec || alive.expired() || stopping_) return;
+                             on_accept();
+                           });
+}
+
+void SocketEndpoint::on_accept() {
+  for (;;) {
+    sys::UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) break;
+    if (connection_) {
+      // vhost-user is one frontend per socket; a second one is turned away.
+      ++counters_.rejected_connections;
+      spdlog::warn("port {}: second frontend connection on {} refused", options_.name,
+                   options_.path);
+      continue;
+    }
+    attach(std::move(fd));
+  }
+  if (listen_wait_) wait_accept();
+}
+
+void SocketEndpoint::try_connect() {
+  if (stopping_) return;
+  sockaddr_un addr;
+  std::string error;
+  if (!make_address(options_.path, addr, error)) return;
+  sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (fd.valid() && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    attach(std::move(fd));
+    return;
+  }
+  schedule_reconnect();
+}
+
+void SocketEndpoint::schedule_reconnect() {
+  if (stopping_ || options_.mode != Mode::kClient) return;
+  std::weak_ptr<int> alive = alive_;
+  reconnect_timer_.expires_after(options_.reconnect_interval);
+  reconnect_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired()) return;
+    try_connect();
+  });
+}
+
+void SocketEndpoint::attach(sys::UniqueFd fd) {
+  const int raw = fd.get();
+  connection_ = std::make_unique<Connection>(std::move(fd));
+  connection_wait_.emplace(io_, raw);
+  ++counters_.connections;
+  spdlog::info("port {}: frontend connected on {}", options_.name, options_.path);
+  set_state(State::kConnected);
+  wait_readable();
+}
+
+void SocketEndpoint::wait_readable() {
+  std::weak_ptr<int> alive = alive_;
+  connection_wait_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                               [this, alive](const boost::system::error_code& ec) {
+                                 if (ec || alive.expired() || !connection_) return;
+                                 on_readable();
+                               });
+}
+
+void SocketEndpoint::on_readable() {
+  Message message;
+  for (;;) {
+    std::string error;
+    const auto status = connection_->read(message, error);
+    if (status == Connection::ReadStatus::kWouldBlock) break;
+    if (status == Connection::ReadStatus::kClosed) {
+      close_connection("frontend closed the connection");
+      return;
+    }
+    if (status == Connection::ReadStatus::kError) {
+      close_connection(error);
+      return;
+    }
+    ++counters_.messages;
+    spdlog::debug("port {}: {} size {}", options_.name, request_name(message.header.request),
+                  message.header.size);
+    Outcome outcome = device_.handle(message);
+    if (!outcome.ok) {
+      ++counters_.failed_messages;
+      log_failure(outcome.error);
+    }
+    if (!connection_->reply(message, outcome, device_.reply_ack_negotiated(), error)) {
+      close_connection(error);
+      return;
+    }
+    if (outcome.disconnect) {
+      close_connection(outcome.error);
+      return;
+    }
+    message.fds.clear();  // unused fds are closed now, not at the next message
+  }
+  wait_readable();
+}
+
+void SocketEndpoint::close_connection(const std::string& why) {
+  if (!connection_) return;
+  spdlog::info("port {}: frontend disconnected ({})", options_.name, why);
+  ++counters_.disconnections;
+  if (connection_wait_) {
+    connection_wait_->cancel();
+    connection_wait_->release();
+    connection_wait_.reset();
+  }
+  connection_.reset();
+  device_.disconnect();
+  if (stopping_) return;
+  set_state(State::kWaiting);
+  if (options_.mode == Mode::kClient) schedule_reconnect();
+}
+
+void SocketEndpoint::log_failure(const std::string& what) {
+  // A misbehaving frontend must not flood the log.
+  if (counters_.failed_messages <= 10 || counters_.failed_messages % 1000 == 0)
+    spdlog::warn("port {}: {} (failure #{})", options_.name, what, counters_.failed_messages);
+}
+
+}  // namespace xdpvhost::vhost

@@ -1,0 +1,90 @@
+#pragma once
+// The unix socket of one vhost-user port on the control thread's io_context:
+// server mode listens and serves one frontend at a time; client mode connects
+// to the frontend's socket (QEMU in server mode, as KubeVirt runs it) and
+// reconnects whenever it goes away.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "sys/unique_fd.hpp"
+#include "vhost/connection.hpp"
+#include "vhost/device.hpp"
+
+namespace xdpvhost::vhost {
+
+class SocketEndpoint {
+ public:
+  enum class Mode : std::uint8_t { kServer, kClient };
+  enum class State : std::uint8_t { kStopped, kWaiting, kConnected };
+
+  struct Options {
+    std::string name;  // for logs
+    std::string path;
+    Mode mode = Mode::kServer;
+    std::chrono::milliseconds reconnect_interval{250};
+    unsigned socket_mode = 0660;  // permissions of a listening socket
+  };
+
+  struct Counters {
+    std::uint64_t connections = 0;
+    std::uint64_t disconnections = 0;
+    std::uint64_t messages = 0;
+    std::uint64_t failed_messages = 0;
+    std::uint64_t rejected_connections = 0;
+  };
+
+  using StateCallback = std::function<void(State)>;
+
+  SocketEndpoint(boost::asio::io_context& io, Options options, Device& device,
+                 StateCallback on_state = {});
+  ~SocketEndpoint();
+  SocketEndpoint(const SocketEndpoint&) = delete;
+  SocketEndpoint& operator=(const SocketEndpoint&) = delete;
+
+  // Server: binds and listens (a stale socket file is replaced). Client:
+  // starts connecting. Returns false with `error` if the path is unusable.
+  bool start(std::string& error);
+  // Closes the connection (the device forgets the session) and the listener.
+  void stop();
+
+  State state() const noexcept { return state_; }
+  const Counters& counters() const noexcept { return counters_; }
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  void set_state(State s);
+  void wait_accept();
+  void on_accept();
+  void try_connect();
+  void schedule_reconnect();
+  void attach(sys::UniqueFd fd);
+  void wait_readable();
+  void on_readable();
+  void close_connection(const std::string& why);
+  void log_failure(const std::string& what);
+
+  boost::asio::io_context& io_;
+  Options options_;
+  Device& device_;
+  StateCallback on_state_;
+  State state_ = State::kStopped;
+  Counters counters_;
+
+  sys::UniqueFd listen_fd_;
+  std::optional<boost::asio::posix::stream_descriptor> listen_wait_;
+  std::unique_ptr<Connection> connection_;
+  std::optional<boost::asio::posix::stream_descriptor> connection_wait_;
+  boost::asio::steady_timer reconnect_timer_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // handlers hold a weak_ptr
+  bool stopping_ = false;
+};
+
+}  // namespace xdpvhost::vhost
