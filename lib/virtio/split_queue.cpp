@@ -130,6 +130,7 @@ bool SplitQueue::walk(std::uint16_t head, DescriptorChain& out, Direction direct
       table = indirect;
       table_size = d.len / 16;
       in_indirect = true;
+      --count;  // the indirect descriptor itself carries no buffer
       index = 0;
       if (++generation_ == 0) {
         std::fill(visited_.begin(), visited_.end(), 0);
