@@ -22,8 +22,10 @@ class Counter {
   std::atomic<std::uint64_t> value_{0};
 };
 
-// Direction names are from the guest's (port's) point of view: rx = frames
-// delivered into the port, tx = frames taken from it.
+// Directions are the switch's, as in OVS and DPDK's vhost PMD: rx = frames
+// the switch received from the port (a guest's transmit queues, a NIC's RX
+// ring), tx = frames it sent into the port (a guest's receive queues, a
+// NIC's TX ring).
 struct PortCounters {
   Counter rx_packets, rx_bytes;
   Counter tx_packets, tx_bytes;

@@ -198,8 +198,8 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
         q.ring.unpop(1);
         break;
       }
-      counters().tx_packets.add();
-      counters().tx_bytes.add(frame.len);
+      counters().rx_packets.add();
+      counters().rx_bytes.add(frame.len);
     }
     q.ring.add_used(tx_chain_.head, 0);
     if (q.ring.staged_used() >= tunables_.signal_batch) flush(q);
@@ -322,8 +322,8 @@ void GuestPort::deliver(const Frame& frame) {
     q->ring.add_used(rx_chains_[i].head, len);
     left -= len;
   }
-  counters().rx_packets.add();
-  counters().rx_bytes.add(frame.len);
+  counters().tx_packets.add();
+  counters().tx_bytes.add(frame.len);
   if (q->ring.staged_used() >= tunables_.signal_batch) flush(*q);
 }
 

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <utility>
+
+#include <spdlog/spdlog.h>
 #include <vector>
 
 #include "vhost/message_table.hpp"
@@ -142,6 +144,8 @@ Outcome Device::on_set_mem_table(Message& m) {
   for (std::uint32_t i = 0; i < header.nregions; ++i) {
     MemoryRegionDesc d;
     std::memcpy(&d, m.payload.data() + sizeof header + i * sizeof d, sizeof d);
+    spdlog::debug("SET_MEM_TABLE region {}: gpa 0x{:x} size 0x{:x} uva 0x{:x} offset 0x{:x}", i,
+                  d.guest_phys_addr, d.memory_size, d.user_addr, d.mmap_offset);
     specs.push_back(virtio::MemoryRegionSpec{d.guest_phys_addr, d.memory_size, d.user_addr,
                                              d.mmap_offset, m.take_fd(i)});
   }

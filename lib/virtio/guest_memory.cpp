@@ -49,7 +49,7 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
     if (::fstat(s.fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_blksize) > align)
       align = static_cast<std::uint64_t>(st.st_blksize);
     const std::uint64_t length = round_up(s.mmap_offset + s.size, align);
-    void* addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+    void* addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED,
                         s.fd.get(), 0);
     if (addr == MAP_FAILED) {
       error = "region " + std::to_string(i) + ": mmap failed: " + std::strerror(errno);

@@ -1,0 +1,103 @@
+#include "daemon.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "config_adapter.hpp"
+
+namespace xdpvhost::daemon {
+
+Daemon::Daemon(boost::asio::io_context& io, Config config) : io_(io), config_(std::move(config)) {}
+
+Daemon::~Daemon() { shutdown(); }
+
+std::string Daemon::start() {
+  dataplane_ = std::make_unique<dataplane::Dataplane>(dataplane_options(config_));
+  for (const auto& port : config_.ports) {
+    if (std::string error = open_port(port); !error.empty()) {
+      shutdown();
+      return "port " + port.name + ": " + error;
+    }
+  }
+  spdlog::info("xdpvhostd running: {} service thread(s), {} port(s)", dataplane_->thread_count(),
+               ports_.size());
+  return {};
+}
+
+void Daemon::shutdown() {
+  // Closing a port stops its rings; stopping a ring publishes and signals
+  // what is pending first.
+  ports_.clear();
+  dataplane_.reset();
+}
+
+std::uint32_t Daemon::uplink_id(const std::optional<std::string>& name) const {
+  if (!name) return dataplane::Port::kNoUplinkId;
+  for (std::size_t i = 0; i < config_.uplinks.size(); ++i)
+    if (config_.uplinks[i].name == *name) return static_cast<std::uint32_t>(i);
+  return dataplane::Port::kNoUplinkId;
+}
+
+std::string Daemon::open_port(const PortConfig& port) {
+  auto controller = std::make_unique<dataplane::GuestPortController>(
+      *dataplane_, io_, guest_port_config(config_, port, uplink_id(port.uplink)));
+  std::string error;
+  if (!controller->start(error)) return error;
+  spdlog::info("port {}: {} socket {} mac {}", port.name, to_string(port.mode), port.socket,
+               format_mac(port.mac));
+  ports_.emplace(port.name, std::move(controller));
+  return {};
+}
+
+const dataplane::GuestPortController* Daemon::find_port(const std::string& name) const {
+  auto it = ports_.find(name);
+  return it == ports_.end() ? nullptr : it->second.get();
+}
+
+std::optional<ConfigError> Daemon::add_port(const PortConfig& port) {
+  auto next = with_port_added(config_, port);
+  if (!next) return next.error();
+  const Config previous = config_;
+  config_ = std::move(next.value());
+  if (std::string error = open_port(port); !error.empty()) {
+    config_ = previous;
+    return ConfigError{ConfigErrorKind::kInvalid, "port " + port.name + ": " + error, {}};
+  }
+  persist();
+  return std::nullopt;
+}
+
+std::optional<ConfigError> Daemon::remove_port(const std::string& name) {
+  auto next = with_port_removed(config_, name);
+  if (!next) return next.error();
+  config_ = std::move(next.value());
+  ports_.erase(name);
+  spdlog::info("port {}: removed", name);
+  persist();
+  return std::nullopt;
+}
+
+std::optional<ConfigError> Daemon::set_tunables(const TunablesChange& change) {
+  auto next = with_tunables_set(config_, change);
+  if (!next) return next.error();
+  config_ = std::move(next.value());
+  apply_tunables();
+  persist();
+  return std::nullopt;
+}
+
+void Daemon::apply_tunables() {
+  dataplane_->set_tunables(to_dataplane(config_.tunables));
+  for (const auto& port : config_.ports) {
+    auto it = ports_.find(port.name);
+    if (it != ports_.end())
+      it->second->set_tunables(to_dataplane_port(resolve(config_.tunables, port.tunables)));
+  }
+}
+
+void Daemon::persist() {
+  if (!config_.state_file) return;
+  if (std::string error = save_config_file(config_, *config_.state_file); !error.empty())
+    spdlog::error("cannot save state to {}: {}", *config_.state_file, error);
+}
+
+}  // namespace xdpvhost::daemon

@@ -1,0 +1,98 @@
+// xdpvhostd: serves virtio-net devices to guests over vhost-user and
+// switches their frames, locally and through AF_XDP uplinks.
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "config.hpp"
+#include "daemon.hpp"
+
+namespace {
+
+spdlog::level::level_enum to_spdlog(xdpvhost::daemon::LogLevel level) {
+  using L = xdpvhost::daemon::LogLevel;
+  switch (level) {
+    case L::kTrace: return spdlog::level::trace;
+    case L::kDebug: return spdlog::level::debug;
+    case L::kInfo: return spdlog::level::info;
+    case L::kWarn: return spdlog::level::warn;
+    case L::kError: return spdlog::level::err;
+    case L::kOff: return spdlog::level::off;
+  }
+  return spdlog::level::info;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"xdpvhostd: vhost-user virtio-net backend with AF_XDP uplinks"};
+  std::string config_path;
+  std::string log_level;
+  bool check_only = false;
+  app.add_option("-c,--config", config_path, "JSON config file (schema: proto/config.schema.json)")
+      ->required();
+  app.add_option("--log-level", log_level, "override the config's log level");
+  app.add_flag("--check", check_only, "validate the config and exit");
+  app.set_version_flag("--version", std::string(XDPVHOST_VERSION));
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_default_logger(spdlog::stderr_color_mt("xdpvhostd"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  auto loaded = xdpvhost::daemon::load_config_file(config_path);
+  if (!loaded) {
+    std::cerr << "xdpvhostd: " << loaded.error().message << "\n";
+    for (std::size_t i = 1; i < loaded.error().details.size(); ++i)
+      std::cerr << "  " << loaded.error().details[i] << "\n";
+    return 2;
+  }
+  xdpvhost::daemon::Config config = std::move(loaded.value());
+  // Run-time changes persisted by a previous run take precedence.
+  if (config.state_file && std::filesystem::exists(*config.state_file)) {
+    auto state = xdpvhost::daemon::load_config_file(*config.state_file);
+    if (state) {
+      config = std::move(state.value());
+      spdlog::info("restored state from {}", *config.state_file);
+    } else {
+      spdlog::warn("ignoring state file: {}", state.error().message);
+    }
+  }
+  if (check_only) {
+    std::cout << "config OK\n";
+    return 0;
+  }
+  auto level = config.log.level;
+  if (!log_level.empty()) {
+    auto parsed = xdpvhost::daemon::parse_log_level(log_level);
+    if (!parsed) {
+      std::cerr << "xdpvhostd: --log-level: unknown level \"" << log_level << "\"\n";
+      return 2;
+    }
+    level = *parsed;
+  }
+  spdlog::set_level(to_spdlog(level));
+
+  boost::asio::io_context io;
+  xdpvhost::daemon::Daemon daemon(io, std::move(config));
+  if (std::string error = daemon.start(); !error.empty()) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int signal) {
+    spdlog::info("signal {}: shutting down", signal);
+    daemon.shutdown();
+    io.stop();
+  });
+  ::signal(SIGPIPE, SIG_IGN);
+  io.run();
+  spdlog::info("xdpvhostd stopped");
+  return 0;
+}

@@ -1,0 +1,309 @@
+// The vhost-user device state machine, message by message, as QEMU drives it.
+// The backend here records what the device asks of the datapath; the real
+// datapath behind it is exercised by the integration tests.
+
+#include "vhost/device.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <map>
+
+#include "vhost/message_table.hpp"
+#include "virtio/features.hpp"
+
+namespace xdpvhost::vhost {
+namespace {
+
+using virtio::Feature;
+
+struct RecordingBackend : DeviceBackend {
+  std::map<std::uint32_t, QueueStart> running;
+  int starts = 0, stops = 0;
+  std::uint16_t next_base = 0;
+  std::uint32_t mtu = 0;
+  void start_queue(QueueStart s) override {
+    ++starts;
+    running[s.vring] = std::move(s);
+  }
+  std::uint16_t stop_queue(std::uint32_t vring) override {
+    ++stops;
+    running.erase(vring);
+    return next_base;
+  }
+  void set_mtu(std::uint32_t m) override { mtu = m; }
+};
+
+Message make(Request r, const void* payload = nullptr, std::uint32_t size = 0) {
+  Message m;
+  m.header = {static_cast<std::uint32_t>(r), MessageHeader::kVersion, size};
+  if (size) std::memcpy(m.payload.data(), payload, size);
+  return m;
+}
+Message u64(Request r, std::uint64_t v) { return make(r, &v, 8); }
+Message state(Request r, std::uint32_t index, std::uint32_t num) {
+  VringState s{index, num};
+  return make(r, &s, sizeof s);
+}
+sys::UniqueFd eventfd() { return sys::UniqueFd(::eventfd(0, EFD_CLOEXEC)); }
+
+struct DeviceTest : ::testing::Test {
+  RecordingBackend backend;
+  Device device{DeviceOptions{1, true}, backend};
+  int memfd = -1;
+
+  void TearDown() override {
+    if (memfd >= 0) ::close(memfd);
+  }
+  Outcome send(Message m) { return device.handle(m); }
+
+  void negotiate(std::uint64_t features) {
+    ASSERT_TRUE(send(u64(Request::kSetFeatures, features)).ok);
+  }
+  void mem_table() {
+    memfd = ::memfd_create("guest", MFD_CLOEXEC);
+    ASSERT_EQ(::ftruncate(memfd, 1 << 20), 0);
+    struct {
+      MemoryTableHeader h;
+      MemoryRegionDesc r;
+    } p{{1, 0}, {0, 1 << 20, 0x7f0000000000, 0}};
+    Message m = make(Request::kSetMemTable, &p, sizeof p);
+    m.fds.emplace_back(::dup(memfd));
+    auto o = send(std::move(m));
+    ASSERT_TRUE(o.ok) << o.error;
+  }
+  void ring(std::uint32_t index, bool kick = true) {
+    ASSERT_TRUE(send(state(Request::kSetVringNum, index, 256)).ok);
+    ASSERT_TRUE(send(state(Request::kSetVringBase, index, 0)).ok);
+    VringAddress a{index, 0, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0};
+    ASSERT_TRUE(send(make(Request::kSetVringAddr, &a, sizeof a)).ok);
+    if (kick) {
+      Message k = u64(Request::kSetVringKick, index);
+      k.fds.push_back(eventfd());
+      auto o = send(std::move(k));
+      ASSERT_TRUE(o.ok) << o.error;
+    }
+  }
+};
+
+TEST_F(DeviceTest, OffersWhatIsImplementedAndNeverSegmentationOffloads) {
+  auto o = send(make(Request::kGetFeatures));
+  ASSERT_EQ(o.kind, Outcome::Kind::kReply);
+  std::uint64_t f;
+  std::memcpy(&f, o.reply.data(), 8);
+  for (auto want : {Feature::kVersion1, Feature::kNetMrgRxbuf, Feature::kRingEventIdx,
+                    Feature::kRingIndirectDesc, Feature::kVhostUserProtocolFeatures,
+                    Feature::kNetCsum, Feature::kNetGuestCsum})
+    EXPECT_TRUE(virtio::has(f, want)) << static_cast<unsigned>(want);
+  for (auto never : {Feature::kNetHostTso4, Feature::kNetHostTso6, Feature::kNetHostUfo,
+                     Feature::kNetGuestTso4, Feature::kRingPacked, Feature::kNetMq})
+    EXPECT_FALSE(virtio::has(f, never)) << static_cast<unsigned>(never);
+}
+
+TEST_F(DeviceTest, MultiQueueIsOfferedOnlyWithSeveralQueuePairs) {
+  RecordingBackend b;
+  Device mq(DeviceOptions{4, true}, b);
+  Message m = make(Request::kGetQueueNum);
+  auto o = mq.handle(m);
+  std::uint64_t n;
+  std::memcpy(&n, o.reply.data(), 8);
+  EXPECT_EQ(n, 4u);
+  EXPECT_TRUE(virtio::has(mq.offered_features(), Feature::kNetMq));
+  EXPECT_TRUE(mq.offered_protocol_features() & bit(ProtocolFeature::kMq));
+}
+
+TEST_F(DeviceTest, RefusesFeaturesThatWereNotOffered) {
+  auto o = send(u64(Request::kSetFeatures, virtio::bit(Feature::kNetHostTso4)));
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(device.acked_features(), 0u);
+}
+
+TEST_F(DeviceTest, RingStartsOnlyWhenFullySetUpAndEnabled) {
+  negotiate(device.offered_features());  // includes PROTOCOL_FEATURES: rings wait for ENABLE
+  mem_table();
+  ring(1);
+  EXPECT_EQ(backend.starts, 0) << "not enabled yet";
+  ASSERT_TRUE(send(state(Request::kSetVringEnable, 1, 1)).ok);
+  ASSERT_EQ(backend.running.count(1), 1u);
+  const auto& s = backend.running[1];
+  EXPECT_EQ(s.ring.size, 256u);
+  EXPECT_EQ(s.ring.avail_uva, 0x7f0000001000u);
+  EXPECT_TRUE(s.ring.event_idx);
+  EXPECT_TRUE(s.kick.valid());
+  EXPECT_NE(s.memory, nullptr);
+}
+
+TEST_F(DeviceTest, WithoutProtocolFeaturesARingIsEnabledOnceKicked) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(0);
+  EXPECT_EQ(backend.running.count(0), 1u);
+}
+
+TEST_F(DeviceTest, GetVringBaseStopsTheRingAndReturnsTheDatapathsIndex) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(1);
+  backend.next_base = 77;
+  auto o = send(state(Request::kGetVringBase, 1, 0));
+  ASSERT_EQ(o.kind, Outcome::Kind::kReply);
+  VringState s;
+  std::memcpy(&s, o.reply.data(), sizeof s);
+  EXPECT_EQ(s.index, 1u);
+  EXPECT_EQ(s.num, 77u);
+  EXPECT_EQ(backend.running.count(1), 0u);
+  // Stays stopped until the next kick fd, then resumes from 77.
+  ASSERT_TRUE(send(state(Request::kSetVringEnable, 1, 1)).ok);
+  EXPECT_EQ(backend.running.count(1), 0u);
+  Message k = u64(Request::kSetVringKick, 1);
+  k.fds.push_back(eventfd());
+  ASSERT_TRUE(send(std::move(k)).ok);
+  ASSERT_EQ(backend.running.count(1), 1u);
+  EXPECT_EQ(backend.running[1].ring.last_avail_idx, 77);
+}
+
+TEST_F(DeviceTest, NewCallFdRestartsARunningRing) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(0);
+  const int starts = backend.starts;
+  Message c = u64(Request::kSetVringCall, 0);
+  c.fds.push_back(eventfd());
+  ASSERT_TRUE(send(std::move(c)).ok);
+  EXPECT_EQ(backend.stops, 1);
+  EXPECT_EQ(backend.starts, starts + 1);
+  EXPECT_TRUE(backend.running[0].call.valid());
+}
+
+TEST_F(DeviceTest, NoFdFlagMeansPolledRing) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(0, /*kick=*/false);
+  ASSERT_TRUE(send(u64(Request::kSetVringKick, 0 | kVringNoFdFlag)).ok);
+  ASSERT_EQ(backend.running.count(0), 1u);
+  EXPECT_FALSE(backend.running[0].kick.valid());
+}
+
+TEST_F(DeviceTest, FdRulesComeFromTheTable) {
+  // SET_VRING_KICK without the NOFD flag but without an fd.
+  auto o = send(u64(Request::kSetVringKick, 0));
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("fds"), std::string::npos) << o.error;
+  // GET_FEATURES with an fd attached: refused, the fd is closed with the message.
+  Message m = make(Request::kGetFeatures);
+  m.fds.push_back(eventfd());
+  EXPECT_FALSE(send(std::move(m)).ok);
+}
+
+TEST_F(DeviceTest, PayloadSizesComeFromTheTable) {
+  std::uint32_t four = 1;
+  EXPECT_FALSE(send(make(Request::kSetFeatures, &four, 4)).ok);
+  VringState s{0, 256};
+  EXPECT_FALSE(send(make(Request::kSetVringAddr, &s, sizeof s)).ok);
+}
+
+TEST_F(DeviceTest, MemoryTableRegionCountMustMatchFds) {
+  struct {
+    MemoryTableHeader h;
+    MemoryRegionDesc r[2];
+  } p{{2, 0}, {{0, 4096, 0, 0}, {4096, 4096, 4096, 0}}};
+  Message m = make(Request::kSetMemTable, &p, sizeof p);
+  m.fds.push_back(eventfd());
+  EXPECT_FALSE(send(std::move(m)).ok);
+  EXPECT_FALSE(device.has_memory());
+  struct {
+    MemoryTableHeader h;
+  } none{{0, 0}};
+  EXPECT_FALSE(send(make(Request::kSetMemTable, &none, sizeof none)).ok);
+  struct {
+    MemoryTableHeader h;
+  } nine{{9, 0}};
+  EXPECT_FALSE(send(make(Request::kSetMemTable, &nine, sizeof nine)).ok);
+}
+
+TEST_F(DeviceTest, VringIndexOutOfRangeIsRefused) {
+  EXPECT_FALSE(send(state(Request::kSetVringNum, 2, 256)).ok) << "one queue pair: vrings 0 and 1";
+  EXPECT_FALSE(send(state(Request::kSetVringEnable, 200, 1)).ok);
+  EXPECT_FALSE(send(u64(Request::kSetVringCall, 5 | kVringNoFdFlag)).ok);
+  EXPECT_FALSE(send(u64(Request::kSetVringCall, 0x10000)).ok) << "unknown bits";
+}
+
+TEST_F(DeviceTest, RingSizeMustBeAPowerOfTwo) {
+  EXPECT_FALSE(send(state(Request::kSetVringNum, 0, 100)).ok);
+  EXPECT_FALSE(send(state(Request::kSetVringNum, 0, 0)).ok);
+  EXPECT_FALSE(send(state(Request::kSetVringNum, 0, 65536)).ok);
+  EXPECT_TRUE(send(state(Request::kSetVringNum, 0, 32768)).ok);
+}
+
+TEST_F(DeviceTest, UnknownAndUnsupportedRequestsFailWithoutSideEffects) {
+  auto o = send(make(static_cast<Request>(999)));
+  EXPECT_FALSE(o.ok);
+  EXPECT_FALSE(o.disconnect);
+  EXPECT_EQ(o.kind, Outcome::Kind::kAck);
+  EXPECT_EQ(request_name(999), "UNKNOWN(999)");
+  EXPECT_FALSE(send(make(Request::kSetLogBase)).ok);
+  EXPECT_FALSE(send(make(Request::kSendRarp)).ok);
+}
+
+TEST_F(DeviceTest, ReplyAckFollowsTheNegotiatedProtocolFeatures) {
+  EXPECT_FALSE(device.reply_ack_negotiated());
+  ASSERT_TRUE(send(u64(Request::kSetProtocolFeatures, bit(ProtocolFeature::kReplyAck))).ok);
+  EXPECT_TRUE(device.reply_ack_negotiated());
+  EXPECT_FALSE(send(u64(Request::kSetProtocolFeatures, bit(ProtocolFeature::kBackendReq))).ok)
+      << "not offered";
+}
+
+TEST_F(DeviceTest, DisconnectStopsEveryRingAndForgetsTheSession) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(0);
+  ring(1);
+  ASSERT_EQ(backend.running.size(), 2u);
+  device.disconnect();
+  EXPECT_TRUE(backend.running.empty());
+  EXPECT_EQ(device.acked_features(), 0u);
+  EXPECT_FALSE(device.has_memory());
+  EXPECT_EQ(device.vrings()[0].num, 0u);
+}
+
+TEST_F(DeviceTest, ResetDeviceKeepsProtocolFeatures) {
+  ASSERT_TRUE(send(u64(Request::kSetProtocolFeatures, device.offered_protocol_features())).ok);
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(0);
+  ASSERT_TRUE(send(make(Request::kResetDevice)).ok);
+  EXPECT_TRUE(backend.running.empty());
+  EXPECT_EQ(device.acked_protocol_features(), device.offered_protocol_features());
+  EXPECT_EQ(device.acked_features(), 0u);
+}
+
+TEST_F(DeviceTest, NewMemoryTableHandsRunningRingsOverAgain) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(0);
+  auto old_memory = backend.running[0].memory;
+  ::close(memfd);
+  memfd = -1;
+  mem_table();
+  ASSERT_EQ(backend.running.count(0), 1u);
+  EXPECT_NE(backend.running[0].memory, old_memory);
+}
+
+TEST_F(DeviceTest, MtuIsPassedToTheDatapath) {
+  ASSERT_TRUE(send(u64(Request::kNetSetMtu, 9000)).ok);
+  EXPECT_EQ(backend.mtu, 9000u);
+  EXPECT_FALSE(send(u64(Request::kNetSetMtu, 10)).ok);
+}
+
+TEST_F(DeviceTest, StatusRoundTrips) {
+  ASSERT_TRUE(send(u64(Request::kSetStatus, kStatusDriverOk | kStatusFeaturesOk)).ok);
+  auto o = send(make(Request::kGetStatus));
+  std::uint64_t v;
+  std::memcpy(&v, o.reply.data(), 8);
+  EXPECT_EQ(v, std::uint64_t{kStatusDriverOk | kStatusFeaturesOk});
+}
+
+}  // namespace
+}  // namespace xdpvhost::vhost
