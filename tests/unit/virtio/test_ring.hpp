@@ -17,7 +17,7 @@ namespace xdpvhost::virtio::test {
 class TestRing {
  public:
   static constexpr std::uint64_t kBase = 0x100000;
-  static constexpr std::uint64_t kSize = 1 << 20;
+  static constexpr std::uint64_t kSize = 8 << 20;
 
   explicit TestRing(std::uint32_t num = 8, bool event_idx = false) : num_(num), event_idx_(event_idx) {
     storage_.assign(kSize + 4096, 0);

@@ -1,0 +1,322 @@
+// The guest port datapath on one thread: guest TX -> switch -> guest RX,
+// driven through in-process rings.
+
+#include "dataplane/guest_port.hpp"
+
+#include <gtest/gtest.h>
+
+#include "dataplane/forwarder.hpp"
+#include "net_test_guest.hpp"
+
+namespace xdpvhost::dataplane {
+namespace {
+
+using test::NetTestGuest;
+using virtio::bit;
+using virtio::Feature;
+
+const std::uint8_t kMacA[6] = {0x52, 0x54, 0, 0, 0, 0xa};
+const std::uint8_t kMacB[6] = {0x52, 0x54, 0, 0, 0, 0xb};
+const std::uint8_t kMacC[6] = {0x52, 0x54, 0, 0, 0, 0xc};
+const std::uint8_t kBroadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+const std::uint8_t kUnknown[6] = {0x52, 0x54, 0, 0, 0, 0x99};
+
+struct Node {
+  Node(std::uint32_t id, const std::uint8_t mac[6], std::uint64_t features, PortTunables t = {})
+      : guest(features),
+        port(id, "p" + std::to_string(id), MacAddress::from(mac), Port::kNoUplinkId,
+             GuestPort::Options{1500, t}) {
+    port.start_queue(guest.start(0));
+    port.start_queue(guest.start(1));
+  }
+  std::uint64_t drops(DropReason r) const {
+    return port.counters().drops[static_cast<std::size_t>(r)].get();
+  }
+  NetTestGuest guest;
+  GuestPort port;
+};
+
+struct GuestPortTest : ::testing::Test {
+  void build(std::uint64_t fa = test::default_features(), std::uint64_t fb = test::default_features(),
+             PortTunables ta = {}) {
+    a = std::make_unique<Node>(1, kMacA, fa, ta);
+    b = std::make_unique<Node>(2, kMacB, fb);
+    auto table = std::make_shared<SwitchTable>();
+    table->add(SwitchEntry{&a->port, 1, 0, PortKind::kGuest, Port::kNoUplinkId});
+    table->add(SwitchEntry{&b->port, 2, 0, PortKind::kGuest, Port::kNoUplinkId});
+    if (c) table->add(SwitchEntry{&c->port, 3, 0, PortKind::kGuest, Port::kNoUplinkId});
+    forwarder.set_table(table);
+  }
+  unsigned round() {
+    unsigned n = a->port.poll(forwarder) + b->port.poll(forwarder);
+    if (c) n += c->port.poll(forwarder);
+    a->port.end_burst();
+    b->port.end_burst();
+    if (c) c->port.end_burst();
+    return n;
+  }
+  Forwarder forwarder{0};
+  std::unique_ptr<Node> a, b, c;
+};
+
+TEST_F(GuestPortTest, UnicastReachesTheOwnerOfTheMac) {
+  build();
+  b->guest.post_rx(4);
+  auto frame = test::udp_frame(kMacB, kMacA, 100);
+  a->guest.send(frame);
+  EXPECT_EQ(round(), 1u);
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, frame);
+  EXPECT_EQ(got[0].header.num_buffers, 1);
+  EXPECT_EQ(a->guest.tx_completed(), 1);
+  EXPECT_EQ(a->port.counters().rx_packets.get(), 1u);
+  EXPECT_EQ(a->port.counters().rx_bytes.get(), frame.size());
+  EXPECT_EQ(b->port.counters().tx_packets.get(), 1u);
+  EXPECT_TRUE(a->guest.received().empty()) << "nothing comes back to the sender";
+}
+
+TEST_F(GuestPortTest, HeaderAndFrameSplitOverDescriptors) {
+  build();
+  b->guest.post_rx(1);
+  auto frame = test::udp_frame(kMacB, kMacA, 300);
+  a->guest.send(frame, {}, /*pieces=*/4);
+  round();
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, frame);
+}
+
+TEST_F(GuestPortTest, BroadcastIsFloodedToEveryOtherPort) {
+  c = std::make_unique<Node>(3, kMacC, test::default_features());
+  build();
+  b->guest.post_rx(2);
+  c->guest.post_rx(2);
+  a->guest.post_rx(2);
+  auto frame = test::udp_frame(kBroadcast, kMacA, 60);
+  a->guest.send(frame);
+  round();
+  EXPECT_EQ(b->guest.received().size(), 1u);
+  EXPECT_EQ(c->guest.received().size(), 1u);
+  EXPECT_TRUE(a->guest.received().empty());
+}
+
+TEST_F(GuestPortTest, UnknownUnicastWithoutUplinkIsDroppedAndCounted) {
+  build();
+  b->guest.post_rx(2);
+  a->guest.send(test::udp_frame(kUnknown, kMacA, 60));
+  round();
+  EXPECT_EQ(a->drops(DropReason::kUnknownDestination), 1u);
+  EXPECT_EQ(a->guest.tx_completed(), 1) << "the guest gets its buffer back";
+  EXPECT_TRUE(b->guest.received().empty());
+}
+
+TEST_F(GuestPortTest, FrameToItsOwnMacIsAHairpinDrop) {
+  build();
+  a->guest.post_rx(2);
+  a->guest.send(test::udp_frame(kMacA, kMacA, 60));
+  round();
+  EXPECT_EQ(a->drops(DropReason::kHairpin), 1u);
+}
+
+TEST_F(GuestPortTest, NoReceiveBufferIsCountedOnTheReceiver) {
+  build();
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  round();
+  EXPECT_EQ(b->drops(DropReason::kNoRxBuffer), 1u);
+  EXPECT_EQ(a->guest.tx_completed(), 1);
+}
+
+TEST_F(GuestPortTest, MergeableFrameSpreadsOverSeveralSmallBuffers) {
+  build();
+  b->guest.post_rx(10, 256);
+  auto frame = test::udp_frame(kMacB, kMacA, 1000);
+  a->guest.send(frame);
+  round();
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header.num_buffers, (12 + frame.size() + 255) / 256);
+  EXPECT_EQ(got[0].bytes, frame);
+}
+
+TEST_F(GuestPortTest, WithoutMergeableATooSmallBufferIsNotUsed) {
+  build(test::default_features(), bit(Feature::kVersion1));
+  b->guest.post_rx(1, 128);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 500));
+  round();
+  EXPECT_EQ(b->drops(DropReason::kRxBufferTooSmall), 1u);
+  EXPECT_EQ(b->guest.rx.used_idx(), 0) << "the buffer stays with the guest";
+  a->guest.send(test::udp_frame(kMacB, kMacA, 20));
+  round();
+  ASSERT_EQ(b->guest.received().size(), 1u) << "and takes the next frame that fits";
+}
+
+TEST_F(GuestPortTest, PartialChecksumIsCompletedForAGuestWithoutGuestCsum) {
+  build(test::default_features() | bit(Feature::kNetCsum), test::default_features());
+  b->guest.post_rx(1);
+  auto frame = test::udp_frame(kMacB, kMacA, 333, /*partial_checksum=*/true);
+  virtio::NetHeader h{};
+  h.flags = virtio::NetHeader::kFlagNeedsCsum;
+  h.csum_start = 34;
+  h.csum_offset = 6;
+  a->guest.send(frame, h, 3);
+  round();
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header.flags, 0);
+  EXPECT_TRUE(test::udp_checksum_ok(got[0].bytes));
+}
+
+TEST_F(GuestPortTest, PartialChecksumIsPassedToAGuestThatTakesIt) {
+  build(test::default_features() | bit(Feature::kNetCsum),
+        test::default_features() | bit(Feature::kNetGuestCsum));
+  b->guest.post_rx(1);
+  auto frame = test::udp_frame(kMacB, kMacA, 64, true);
+  virtio::NetHeader h{};
+  h.flags = virtio::NetHeader::kFlagNeedsCsum;
+  h.csum_start = 34;
+  h.csum_offset = 6;
+  a->guest.send(frame, h);
+  round();
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header.flags, virtio::NetHeader::kFlagNeedsCsum);
+  EXPECT_EQ(got[0].header.csum_start, 34);
+  EXPECT_EQ(got[0].bytes, frame);
+}
+
+TEST_F(GuestPortTest, ChecksumOffsetsOutsideTheFrameAreMalformed) {
+  build();
+  b->guest.post_rx(1);
+  virtio::NetHeader h{};
+  h.flags = virtio::NetHeader::kFlagNeedsCsum;
+  h.csum_start = 100;
+  h.csum_offset = 6;
+  a->guest.send(test::udp_frame(kMacB, kMacA, 10, true), h);
+  round();
+  EXPECT_EQ(a->drops(DropReason::kMalformed), 1u);
+  EXPECT_TRUE(b->guest.received().empty());
+}
+
+TEST_F(GuestPortTest, SegmentationRequestsAreRefusedAsNeverOffered) {
+  build();
+  b->guest.post_rx(1);
+  virtio::NetHeader h{};
+  h.gso_type = 1;  // TCPv4
+  a->guest.send(test::udp_frame(kMacB, kMacA, 10), h);
+  round();
+  EXPECT_EQ(a->drops(DropReason::kMalformed), 1u);
+}
+
+TEST_F(GuestPortTest, FramesBeyondTheMtuAreOversize) {
+  build();
+  b->guest.post_rx(4, 4096);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 1500 - 28));  // exactly MTU 1500
+  a->guest.send(test::udp_frame(kMacB, kMacA, 1500 - 28 + 5));
+  round();
+  EXPECT_EQ(b->guest.received().size(), 1u);
+  EXPECT_EQ(a->drops(DropReason::kOversize), 1u);
+}
+
+TEST_F(GuestPortTest, RuntFrameIsMalformed) {
+  build();
+  a->guest.send(std::vector<std::uint8_t>(10, 0));
+  round();
+  EXPECT_EQ(a->drops(DropReason::kMalformed), 1u);
+}
+
+TEST_F(GuestPortTest, InterruptsAreCoalescedPerSignalBatch) {
+  PortTunables t;
+  t.signal_batch = 4;
+  t.tx_burst = 64;
+  build(test::default_features(), test::default_features(), t);
+  b->guest.post_rx(16);
+  for (int i = 0; i < 10; ++i) a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  round();
+  // TX used entries published at 4, 8 and the end of the burst: 3 interrupts.
+  EXPECT_EQ(NetTestGuest::read_eventfd(a->guest.tx_call), 3u);
+  EXPECT_EQ(a->port.counters().interrupts.get(), 3u);
+  EXPECT_EQ(a->guest.tx_completed(), 10);
+}
+
+TEST_F(GuestPortTest, NoInterruptFlagSuppressesAndIsCounted) {
+  build();
+  a->guest.tx.set_avail_flags(virtio::kAvailFlagNoInterrupt);
+  b->guest.post_rx(4);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  round();
+  EXPECT_EQ(NetTestGuest::read_eventfd(a->guest.tx_call), 0u);
+  EXPECT_EQ(a->port.counters().interrupts_suppressed.get(), 1u);
+  EXPECT_EQ(b->port.counters().interrupts.get(), 1u) << "the receiver still wants its interrupt";
+}
+
+TEST_F(GuestPortTest, EventIndexAsksForInterruptsOnlyPastUsedEvent) {
+  const auto f = test::default_features() | bit(Feature::kRingEventIdx);
+  build(f, f);
+  b->guest.post_rx(16);
+  b->guest.rx.set_used_event(5);  // interrupt me when used idx passes 5
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  round();
+  EXPECT_EQ(NetTestGuest::read_eventfd(b->guest.rx_call), 1u) << "the first one always goes";
+  for (int i = 0; i < 3; ++i) {
+    a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+    round();
+  }
+  EXPECT_EQ(NetTestGuest::read_eventfd(b->guest.rx_call), 0u) << "used idx 4 <= 5";
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  round();
+  EXPECT_EQ(NetTestGuest::read_eventfd(b->guest.rx_call), 1u) << "used idx 6 passed 5";
+}
+
+TEST_F(GuestPortTest, MalformedRingBreaksOnlyThatQueue) {
+  build();
+  b->guest.post_rx(4);
+  // A descriptor loop on A's TX ring.
+  auto& ring = a->guest.tx;
+  const auto buf = ring.alloc(64);
+  ring.set_desc(0, buf, 64, virtio::Descriptor::kFlagNext, 1);
+  ring.set_desc(1, buf, 64, virtio::Descriptor::kFlagNext, 0);
+  ring.publish(0);
+  round();
+  EXPECT_EQ(a->port.queue_state(1), GuestPort::QueueState::kBroken);
+  EXPECT_EQ(a->port.queue_error(1), virtio::QueueError::kDescriptorLoop);
+  EXPECT_EQ(a->port.counters().queue_errors.get(), 1u);
+  EXPECT_TRUE(a->port.broken());
+  EXPECT_EQ(NetTestGuest::read_eventfd(a->guest.tx_err), 1u) << "the frontend is told";
+  round();
+  EXPECT_EQ(a->port.counters().queue_errors.get(), 1u) << "counted and reported once";
+  // A still receives; B still works.
+  b->guest.send(test::udp_frame(kMacA, kMacB, 60));
+  a->guest.post_rx(1);
+  round();
+  EXPECT_EQ(a->guest.received().size(), 1u);
+  EXPECT_FALSE(b->port.broken());
+  // The guest resets the device: the queue is set up anew and works.
+  a->port.stop_queue(1);
+  EXPECT_EQ(a->port.queue_state(1), GuestPort::QueueState::kStopped);
+}
+
+TEST_F(GuestPortTest, StopFlushesAndReturnsTheNextAvailIndex) {
+  PortTunables t;
+  t.signal_batch = 1000;
+  build(test::default_features(), test::default_features(), t);
+  b->guest.post_rx(4);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  a->port.poll(forwarder);  // no end_burst: the used entries are only staged
+  EXPECT_EQ(a->guest.tx_completed(), 0);
+  EXPECT_EQ(a->port.stop_queue(1), 2);
+  EXPECT_EQ(a->guest.tx_completed(), 2) << "published at stop";
+}
+
+TEST_F(GuestPortTest, FrameForAPortWithoutRunningQueuesIsNotReady) {
+  build();
+  b->port.stop_queue(0);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  round();
+  EXPECT_EQ(b->drops(DropReason::kPortNotReady), 1u);
+}
+
+}  // namespace
+}  // namespace xdpvhost::dataplane

@@ -1,0 +1,141 @@
+// Service threads for real: ports on different threads, frames crossing
+// through mailboxes, threads that sleep and are woken by kicks and commands.
+
+#include "dataplane/service_thread.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "dataplane/dataplane.hpp"
+#include "dataplane/guest_port.hpp"
+#include "net_test_guest.hpp"
+
+namespace xdpvhost::dataplane {
+namespace {
+
+using namespace std::chrono_literals;
+using test::NetTestGuest;
+
+const std::uint8_t kMacA[6] = {0x52, 0x54, 0, 0, 1, 0xa};
+const std::uint8_t kMacB[6] = {0x52, 0x54, 0, 0, 1, 0xb};
+
+// Waits (up to a generous deadline, so a broken build fails instead of
+// hanging) until `done` holds.
+template <class Fn>
+bool eventually(Fn done) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(100us);
+  }
+  return done();
+}
+
+struct Attached {
+  Attached(Dataplane& dp, std::uint16_t thread, const std::uint8_t mac[6])
+      : dp(dp), thread(thread),
+        port(dp.allocate_port_id(), "p", MacAddress::from(mac), Port::kNoUplinkId,
+             GuestPort::Options{}) {
+    dp.attach(port, thread);
+    for (std::uint32_t v : {0u, 1u}) {
+      auto start = guest.start(v);
+      dp.thread(thread).call([&] {
+        port.start_queue(std::move(start));
+        dp.thread(thread).wait_fds_changed();
+      });
+    }
+  }
+  ~Attached() {
+    for (std::uint32_t v : {0u, 1u}) dp.thread(thread).call([&] { port.stop_queue(v); });
+    dp.detach(port);
+  }
+  Dataplane& dp;
+  std::uint16_t thread;
+  NetTestGuest guest;
+  GuestPort port;
+};
+
+Dataplane::Options options(std::uint16_t threads, std::uint32_t busy_poll_us) {
+  Dataplane::Options o;
+  o.threads = threads;
+  o.tunables.busy_poll_us = busy_poll_us;
+  return o;
+}
+
+TEST(ServiceThread, FramesCrossThreadsThroughMailboxes) {
+  Dataplane dp(options(2, 50));
+  Attached a(dp, 0, kMacA), b(dp, 1, kMacB);
+  b.guest.post_rx(200);
+  a.guest.post_rx(200);
+  for (int i = 0; i < 100; ++i) a.guest.send(test::udp_frame(kMacB, kMacA, 64));
+  for (int i = 0; i < 50; ++i) b.guest.send(test::udp_frame(kMacA, kMacB, 64));
+  std::size_t to_b = 0, to_a = 0;
+  ASSERT_TRUE(eventually([&] {
+    to_b += b.guest.received().size();
+    to_a += a.guest.received().size();
+    return to_b == 100 && to_a == 50;
+  })) << to_b << " " << to_a;
+  EXPECT_EQ(a.port.counters().rx_packets.get(), 100u);
+  EXPECT_EQ(b.port.counters().tx_packets.get(), 100u);
+}
+
+TEST(ServiceThread, SleepingThreadIsWokenByEveryKickWithoutLosingOne) {
+  Dataplane dp(options(1, 0));  // pure event mode
+  Attached a(dp, 0, kMacA), b(dp, 0, kMacB);
+  b.guest.post_rx(256);
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(eventually([&] { return dp.thread(0).state() == ServiceThread::State::kSleeping; }));
+    a.guest.send(test::udp_frame(kMacB, kMacA, 64));  // adds the chain, then kicks
+    ASSERT_TRUE(eventually([&] { return b.guest.received().size() == 1; })) << "frame " << i;
+  }
+  EXPECT_GE(dp.thread(0).counters().sleeps.get(), 200u);
+  EXPECT_GE(a.port.counters().kicks.get(), 1u);
+}
+
+TEST(ServiceThread, SleepingThreadWakesForFramesFromAnotherThread) {
+  Dataplane dp(options(2, 0));
+  Attached a(dp, 0, kMacA), b(dp, 1, kMacB);
+  b.guest.post_rx(256);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(eventually([&] { return dp.thread(1).state() == ServiceThread::State::kSleeping; }));
+    a.guest.send(test::udp_frame(kMacB, kMacA, 64));
+    ASSERT_TRUE(eventually([&] { return b.guest.received().size() == 1; })) << "frame " << i;
+  }
+}
+
+TEST(ServiceThread, GuestNotificationsAreSuppressedWhileBusyAndReEnabledBeforeSleep) {
+  Dataplane dp(options(1, 0));
+  Attached a(dp, 0, kMacA);
+  ASSERT_TRUE(eventually([&] { return dp.thread(0).state() == ServiceThread::State::kSleeping; }));
+  EXPECT_EQ(a.guest.tx.used_flags() & virtio::kUsedFlagNoNotify, 0) << "kicks wanted while asleep";
+}
+
+TEST(ServiceThread, CommandEndsBusyPollingAndRunsPromptly) {
+  Dataplane dp(options(1, 100000));  // 100 ms of busy polling
+  std::atomic<bool> ran{false};
+  dp.thread(0).call([&] { ran = true; });
+  EXPECT_TRUE(ran);
+  // And a tunables change takes effect on the running thread.
+  Tunables t;
+  t.busy_poll_us = 0;
+  dp.set_tunables(t);
+  EXPECT_EQ(dp.thread(0).busy_poll_us(), 0u);
+  EXPECT_TRUE(eventually([&] { return dp.thread(0).state() == ServiceThread::State::kSleeping; }));
+}
+
+TEST(ServiceThread, DetachedPortIsNoLongerReachable) {
+  Dataplane dp(options(2, 0));
+  auto a = std::make_unique<Attached>(dp, 0, kMacA);
+  {
+    Attached b(dp, 1, kMacB);
+    b.guest.post_rx(4);
+  }
+  a->guest.send(test::udp_frame(kMacB, kMacA, 64));
+  ASSERT_TRUE(eventually([&] { return a->guest.tx_completed() == 1; }));
+  EXPECT_EQ(a->port.counters().drops[static_cast<std::size_t>(DropReason::kUnknownDestination)].get(), 1u);
+}
+
+}  // namespace
+}  // namespace xdpvhost::dataplane
