@@ -1,0 +1,442 @@
+// The typed config loader: defaults, every rule beyond the schema, error
+// messages that name the field, round trip, files.
+
+#include "config.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "schema_registry.hpp"
+
+namespace xdpvhost::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json port(const std::string& name, const std::string& mac) {
+  return {{"name", name}, {"socket", "/run/t/" + name + ".sock"}, {"mac", mac}};
+}
+
+// Parses and expects an error; returns it.
+ConfigError refused(const json& doc) {
+  auto r = parse_config(doc);
+  EXPECT_FALSE(r.ok()) << doc.dump();
+  return r.ok() ? ConfigError{} : r.error();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "xdpvhost-config-test-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  fs::path path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+TEST(Config, DefaultsOfAnEmptyConfig) {
+  auto r = parse_config(json::object());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Config& c = *r;
+  EXPECT_TRUE(c.ports.empty());
+  EXPECT_TRUE(c.uplinks.empty());
+  EXPECT_EQ(c.tunables, Tunables{});
+  EXPECT_EQ(c.tunables.busy_poll_us, 50u);
+  EXPECT_EQ(c.tunables.signal_batch, 32u);
+  EXPECT_EQ(c.tunables.rx_burst, 64u);
+  EXPECT_EQ(c.tunables.tx_burst, 64u);
+  EXPECT_EQ(c.tunables.tx_inflight_max, 1024u);
+  EXPECT_FALSE(c.tunables.napi_busy_poll);
+  EXPECT_EQ(c.tunables.busy_poll_budget, 64u);
+  EXPECT_EQ(c.threads.count, 1u);
+  EXPECT_TRUE(c.threads.cpus.empty());
+  EXPECT_EQ(c.control.socket, "/run/xdpvhost/control.sock");
+  EXPECT_EQ(c.control.mode, 0660u);
+  EXPECT_FALSE(c.control.group);
+  EXPECT_EQ(c.metrics.listen, "");
+  EXPECT_EQ(c.log.level, LogLevel::kInfo);
+  EXPECT_FALSE(c.state_file);
+  EXPECT_FALSE(c.bpf_object);
+}
+
+TEST(Config, PortDefaults) {
+  auto r = parse_config({{"ports", {port("vm1", "52:54:00:00:00:01")}}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const PortConfig& p = r->ports.at(0);
+  EXPECT_EQ(p.name, "vm1");
+  EXPECT_EQ(p.socket, "/run/t/vm1.sock");
+  EXPECT_EQ(p.mode, PortMode::kServer);
+  EXPECT_EQ(p.mac, (MacBytes{0x52, 0x54, 0, 0, 0, 1}));
+  EXPECT_FALSE(p.uplink);
+  EXPECT_EQ(p.queues, 1u);
+  EXPECT_EQ(p.mtu, 1500u);
+  EXPECT_FALSE(p.thread);
+  EXPECT_TRUE(p.tunables.empty());
+}
+
+TEST(Config, FullExampleHasEveryValue) {
+  const json* doc = SchemaRegistry::embedded().document("examples/config-full.json");
+  ASSERT_NE(doc, nullptr);
+  auto r = parse_config(*doc);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Config& c = *r;
+  ASSERT_EQ(c.ports.size(), 2u);
+  EXPECT_EQ(c.ports[0].uplink, "up0");
+  EXPECT_EQ(c.ports[0].queues, 2u);
+  EXPECT_EQ(c.ports[0].mtu, 9000u);
+  EXPECT_EQ(c.ports[0].thread, 0u);
+  EXPECT_EQ(c.ports[0].tunables.signal_batch, 16u);
+  EXPECT_EQ(c.ports[0].tunables.rx_burst, 32u);
+  EXPECT_EQ(c.ports[0].tunables.tx_burst, 32u);
+  EXPECT_EQ(c.ports[1].mode, PortMode::kClient);
+  EXPECT_EQ(c.ports[1].mac, (MacBytes{0x02, 0, 0, 0, 0, 2}));
+  ASSERT_EQ(c.uplinks.size(), 1u);
+  const UplinkConfig& u = c.uplinks[0];
+  EXPECT_EQ(u.interface, "eth1");
+  EXPECT_EQ(u.queues, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(u.bind, BindMode::kZerocopy);
+  EXPECT_EQ(u.frame_size, 4096u);
+  EXPECT_EQ(u.ring_size, 4096u);
+  EXPECT_EQ(u.thread, 1u);
+  EXPECT_EQ(u.tunables.tx_inflight_max, 2048u);
+  EXPECT_EQ(u.tunables.napi_busy_poll, true);
+  EXPECT_EQ(u.tunables.busy_poll_budget, 128u);
+  EXPECT_EQ(c.tunables.busy_poll_us, 100u);
+  EXPECT_EQ(c.tunables.tx_inflight_max, 4096u);
+  EXPECT_EQ(c.threads.count, 2u);
+  EXPECT_EQ(c.threads.cpus, (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(c.control.mode, 0600u);
+  EXPECT_EQ(c.control.group, "xdpvhost");
+  EXPECT_EQ(c.metrics.listen, "[::1]:9477");
+  EXPECT_EQ(c.log.level, LogLevel::kDebug);
+  EXPECT_EQ(c.state_file, "/var/lib/xdpvhost/state.json");
+  EXPECT_EQ(c.bpf_object, "/usr/lib/xdpvhost/xdpvhost_steer.bpf.o");
+
+  Tunables vm1 = resolve(c.tunables, c.ports[0].tunables);
+  EXPECT_EQ(vm1.signal_batch, 16u);
+  EXPECT_EQ(vm1.busy_poll_us, 100u);
+  Tunables vm2 = resolve(c.tunables, c.ports[1].tunables);
+  EXPECT_EQ(vm2.signal_batch, 64u);
+  Tunables up0 = resolve(c.tunables, u.tunables);
+  EXPECT_TRUE(up0.napi_busy_poll);
+  EXPECT_EQ(up0.busy_poll_budget, 128u);
+  EXPECT_EQ(up0.rx_burst, 128u);
+}
+
+TEST(Config, SchemaErrorsNameTheFieldAndListEveryViolation) {
+  json doc = {{"ports", {port("vm1", "52:54"), {{"name", "vm2"}, {"sokcet", "/x"}, {"mac", "52:54:00:00:00:02"}}}},
+              {"tunables", {{"signal_batch", 0}}}};
+  ConfigError e = refused(doc);
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSchema);
+  EXPECT_EQ(e.rpc_code(), RpcErrorCode::kInvalidParams);
+  ASSERT_EQ(e.details.size(), 4u) << e.message;
+  EXPECT_EQ(e.details[0], "ports[0].mac: \"52:54\" does not match ^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$");
+  EXPECT_EQ(e.details[1], "ports[1]: missing required field \"socket\"");
+  EXPECT_EQ(e.details[2], "ports[1]: unknown field \"sokcet\"");
+  EXPECT_EQ(e.details[3], "tunables.signal_batch: 0 is below the minimum 1");
+  EXPECT_EQ(e.message, e.details[0] + "; " + e.details[1] + "; " + e.details[2] + " (and 1 more)");
+}
+
+TEST(Config, DuplicatePortNames) {
+  ConfigError e = refused({{"ports", {port("vm1", "52:54:00:00:00:01"),
+                                      {{"name", "vm1"}, {"socket", "/b"}, {"mac", "52:54:00:00:00:02"}}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kNameInUse);
+  EXPECT_EQ(e.message, "ports[1].name: \"vm1\" is already the name of a port");
+}
+
+TEST(Config, PortAndUplinkShareTheNameSpace) {
+  ConfigError e = refused({{"uplinks", {{{"name", "x"}, {"interface", "eth0"}}}},
+                           {"ports", {port("x", "52:54:00:00:00:01")}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kNameInUse);
+  EXPECT_EQ(e.message, "ports[0].name: \"x\" is already the name of an uplink");
+}
+
+TEST(Config, DuplicateUplinkNames) {
+  ConfigError e = refused({{"uplinks", {{{"name", "up"}, {"interface", "eth0"}},
+                                        {{"name", "up"}, {"interface", "eth1"}}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kNameInUse);
+  EXPECT_EQ(e.message, "uplinks[1].name: \"up\" is already the name of an uplink");
+}
+
+TEST(Config, DuplicateMacs) {
+  ConfigError e = refused({{"ports", {port("vm1", "52:54:00:00:00:01"), port("vm2", "52:54:00:00:00:01")}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kMacInUse);
+  EXPECT_EQ(e.message, "ports[1].mac: 52:54:00:00:00:01 is already the MAC of port \"vm1\"");
+  // Case does not make a MAC different.
+  e = refused({{"ports", {port("vm1", "52:54:00:00:00:AB"), port("vm2", "52:54:00:00:00:ab")}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kMacInUse);
+}
+
+TEST(Config, DuplicateSocketPaths) {
+  json a = port("vm1", "52:54:00:00:00:01");
+  json b = port("vm2", "52:54:00:00:00:02");
+  b["socket"] = a["socket"];
+  ConfigError e = refused({{"ports", {a, b}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSocketInUse);
+  EXPECT_EQ(e.message, "ports[1].socket: \"/run/t/vm1.sock\" is already the socket of port \"vm1\"");
+
+  e = refused({{"ports", {a}}, {"control", {{"socket", "/run/t/vm1.sock"}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSocketInUse);
+  EXPECT_EQ(e.message, "ports[0].socket: \"/run/t/vm1.sock\" is the control socket");
+}
+
+TEST(Config, PortUplinkMustExist) {
+  json p = port("vm1", "52:54:00:00:00:01");
+  p["uplink"] = "up9";
+  ConfigError e = refused({{"ports", {p}}, {"uplinks", {{{"name", "up0"}, {"interface", "eth0"}}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kNotFound);
+  EXPECT_EQ(e.message, "ports[0].uplink: there is no uplink \"up9\"");
+  p["uplink"] = "up0";
+  EXPECT_TRUE(parse_config({{"ports", {p}}, {"uplinks", {{{"name", "up0"}, {"interface", "eth0"}}}}}).ok());
+}
+
+TEST(Config, ThreadIndexBelowCount) {
+  json p = port("vm1", "52:54:00:00:00:01");
+  p["thread"] = 2;
+  ConfigError e = refused({{"ports", {p}}, {"threads", {{"count", 2}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kInvalid);
+  EXPECT_EQ(e.message, "ports[0].thread: 2 is not below threads.count 2");
+  p["thread"] = 1;
+  EXPECT_TRUE(parse_config({{"ports", {p}}, {"threads", {{"count", 2}}}}).ok());
+
+  e = refused({{"uplinks", {{{"name", "up0"}, {"interface", "eth0"}, {"thread", 1}}}}});
+  EXPECT_EQ(e.message, "uplinks[0].thread: 1 is not below threads.count 1");
+}
+
+TEST(Config, CpusOnePerThread) {
+  ConfigError e = refused({{"threads", {{"count", 2}, {"cpus", {3}}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kInvalid);
+  EXPECT_EQ(e.message, "threads.cpus: 1 entries, but threads.count is 2 (one CPU per thread)");
+  EXPECT_TRUE(parse_config({{"threads", {{"count", 2}, {"cpus", {3, 1}}}}}).ok());
+}
+
+TEST(Config, SocketPathMustFitSunPath) {
+  std::string ok_path = "/" + std::string(106, 'a');  // 107 bytes: the most sun_path holds
+  std::string long_path = ok_path + "b";               // 108
+  json p = port("vm1", "52:54:00:00:00:01");
+  p["socket"] = ok_path;
+  EXPECT_TRUE(parse_config({{"ports", {p}}}).ok());
+  p["socket"] = long_path;
+  ConfigError e = refused({{"ports", {p}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSocketPath);
+  EXPECT_EQ(e.rpc_code(), RpcErrorCode::kInvalidSocketPath);
+  EXPECT_EQ(e.message,
+            "ports[0].socket: is 108 bytes long, a unix socket path (sun_path) holds at most 107");
+
+  e = refused({{"control", {{"socket", long_path}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSocketPath);
+  EXPECT_EQ(e.message.rfind("control.socket: is 108 bytes long", 0), 0u) << e.message;
+
+  p["socket"] = std::string("/run/a\0b", 8);
+  e = refused({{"ports", {p}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSocketPath);
+  EXPECT_EQ(e.message, "ports[0].socket: holds a NUL byte");
+
+  EXPECT_EQ(check_socket_path(ok_path), "");
+  EXPECT_NE(check_socket_path(""), "");
+}
+
+TEST(Config, MacMustBeUnicast) {
+  ConfigError e = refused({{"ports", {port("vm1", "01:00:5e:00:00:01")}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kInvalid);
+  EXPECT_EQ(e.message,
+            "ports[0].mac: 01:00:5e:00:00:01 is a multicast address, a port needs a unicast MAC");
+  e = refused({{"ports", {port("vm1", "FF:FF:FF:FF:FF:FF")}}});
+  EXPECT_EQ(e.message,
+            "ports[0].mac: ff:ff:ff:ff:ff:ff is the broadcast address, a port needs a unicast MAC");
+  e = refused({{"ports", {port("vm1", "00:00:00:00:00:00")}}});
+  EXPECT_EQ(e.message, "ports[0].mac: 00:00:00:00:00:00 is not a valid port MAC");
+  // Locally administered unicast is fine.
+  EXPECT_TRUE(parse_config({{"ports", {port("vm1", "02:00:00:00:00:01")}}}).ok());
+}
+
+TEST(Config, UplinkQueuesOfOneInterfaceAreBoundOnce) {
+  ConfigError e = refused({{"uplinks", {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1}}},
+                                        {{"name", "b"}, {"interface", "eth0"}, {"queues", {1, 2}}}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kInUse);
+  EXPECT_EQ(e.message, "uplinks[1].queues: queue 1 of \"eth0\" is already bound by uplink \"a\"");
+  EXPECT_TRUE(parse_config({{"uplinks", {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1}}},
+                                         {{"name", "b"}, {"interface", "eth0"}, {"queues", {2}}},
+                                         {{"name", "c"}, {"interface", "eth1"}, {"queues", {0}}}}}})
+                  .ok());
+}
+
+TEST(Config, MetricsPortInRange) {
+  ConfigError e = refused({{"metrics", {{"listen", "127.0.0.1:70000"}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kInvalid);
+  EXPECT_EQ(e.message, "metrics.listen: port 70000 is above 65535");
+  EXPECT_TRUE(parse_config({{"metrics", {{"listen", "127.0.0.1:65535"}}}}).ok());
+}
+
+TEST(Config, RoundTrip) {
+  for (const auto& path : SchemaRegistry::embedded().paths()) {
+    if (path.rfind("examples/config-", 0) != 0) continue;
+    auto first = parse_config(*SchemaRegistry::embedded().document(path));
+    ASSERT_TRUE(first.ok()) << path << ": " << first.error().message;
+    json written = to_json(*first);
+    EXPECT_EQ(join_errors(validate(SchemaRegistry::embedded().config(), written)), "") << path;
+    auto second = parse_config(written);
+    ASSERT_TRUE(second.ok()) << path << ": " << second.error().message;
+    EXPECT_EQ(*second, *first) << path;
+    EXPECT_EQ(to_json(*second), written) << path;
+  }
+}
+
+TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
+  Config c;
+  PortConfig p;
+  p.name = "vm1";
+  p.socket = "/s";
+  p.mac = {0x52, 0x54, 0, 0, 0, 0xab};
+  c.ports.push_back(p);
+  json j = to_json(c);
+  EXPECT_EQ(j["ports"][0],
+            (json{{"name", "vm1"}, {"socket", "/s"}, {"mode", "server"}, {"mac", "52:54:00:00:00:ab"},
+                  {"queues", 1}, {"mtu", 1500}}));
+  EXPECT_EQ(j["control"], (json{{"socket", "/run/xdpvhost/control.sock"}, {"mode", "0660"}}));
+  EXPECT_EQ(j["threads"], (json{{"count", 1}}));
+  EXPECT_EQ(j["tunables"].size(), 7u);
+  EXPECT_EQ(j["metrics"]["listen"], "");
+  EXPECT_EQ(j["log"]["level"], "info");
+  EXPECT_FALSE(j.contains("state_file"));
+  EXPECT_FALSE(j.contains("bpf_object"));
+  EXPECT_EQ(to_json(PortTunables{}), json::object());
+  EXPECT_EQ(to_json(UplinkTunables{std::nullopt, false, std::nullopt}), (json{{"napi_busy_poll", false}}));
+}
+
+TEST(Config, CheckConfigAppliesTheSchemaToConfigsBuiltInCode) {
+  Config c;
+  c.tunables.signal_batch = 0;
+  auto e = check_config(c);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, ConfigErrorKind::kSchema);
+  EXPECT_EQ(e->message, "tunables.signal_batch: 0 is below the minimum 1");
+  EXPECT_FALSE(check_config(Config{}));
+}
+
+TEST(Config, ParsePortForPortAdd) {
+  auto r = parse_port({{"name", "vm3"}, {"socket", "/run/vm3.sock"}, {"mac", "52:54:00:00:00:03"},
+                       {"uplink", "up0"}, {"thread", 7}});
+  ASSERT_TRUE(r.ok()) << r.error().message;  // references are checked when it is added
+  EXPECT_EQ(r->uplink, "up0");
+  EXPECT_EQ(r->thread, 7u);
+
+  auto bad = parse_port({{"name", "vm3"}, {"socket", "/s"}, {"mac", "52:54"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ConfigErrorKind::kSchema);
+  EXPECT_EQ(bad.error().details.at(0).rfind("params.mac: \"52:54\" does not match", 0), 0u);
+
+  bad = parse_port({{"name", "vm3"}, {"socket", "/s"}, {"mac", "33:33:00:00:00:01"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ConfigErrorKind::kInvalid);
+  EXPECT_EQ(bad.error().message.rfind("params.mac: 33:33:00:00:00:01 is a multicast address", 0), 0u);
+
+  bad = parse_port({{"name", "vm3"}, {"socket", "/" + std::string(200, 'x')}, {"mac", "52:54:00:00:00:03"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().rpc_code(), RpcErrorCode::kInvalidSocketPath);
+  EXPECT_EQ(bad.error().message.rfind("params.socket: is 201 bytes long", 0), 0u);
+
+  bad = parse_port(json::array(), "ports[4]");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "ports[4]: expected object, got array []");
+}
+
+TEST(Config, ParseUplinkForUplinkAdd) {
+  auto r = parse_uplink({{"name", "up1"}, {"interface", "eth2"}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->queues, (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(r->bind, BindMode::kAuto);
+  EXPECT_EQ(r->frame_size, 2048u);
+  EXPECT_EQ(r->ring_size, 2048u);
+  auto bad = parse_uplink({{"name", "up1"}, {"interface", "eth2"}, {"ring_size", 100}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("params.ring_size: 100 is not one of 64, 128,", 0), 0u);
+}
+
+TEST(Config, MacAndEnumHelpers) {
+  EXPECT_EQ(parse_mac("52:54:00:Ab:cD:ef"), (MacBytes{0x52, 0x54, 0x00, 0xab, 0xcd, 0xef}));
+  EXPECT_FALSE(parse_mac("52:54:00:ab:cd"));
+  EXPECT_FALSE(parse_mac("52-54-00-ab-cd-ef"));
+  EXPECT_FALSE(parse_mac("52:54:00:ab:cd:eg"));
+  EXPECT_EQ(format_mac({0x52, 0x54, 0x00, 0xab, 0xcd, 0xef}), "52:54:00:ab:cd:ef");
+  EXPECT_EQ(parse_log_level("warn"), LogLevel::kWarn);
+  EXPECT_FALSE(parse_log_level("warning"));
+  for (auto l : {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError,
+                 LogLevel::kOff}) {
+    EXPECT_EQ(parse_log_level(to_string(l)), l);
+  }
+  EXPECT_EQ(to_string(PortMode::kClient), "client");
+  EXPECT_EQ(to_string(BindMode::kZerocopy), "zerocopy");
+}
+
+TEST(ConfigFile, LoadsAndNamesTheFileInErrors) {
+  TempDir dir;
+  const std::string path = (dir.path() / "c.json").string();
+  {
+    std::ofstream out(path);
+    out << R"({"ports": [{"name": "vm1", "socket": "/run/vm1.sock", "mac": "52:54:00:00:00:01"}]})";
+  }
+  auto r = load_config_file(path);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->ports.at(0).name, "vm1");
+
+  {
+    std::ofstream out(path);
+    out << "{\n  \"ports\": [\n  }\n";
+  }
+  r = load_config_file(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ConfigErrorKind::kSyntax);
+  EXPECT_EQ(r.error().message.rfind(path + ": not valid JSON: ", 0), 0u) << r.error().message;
+  EXPECT_NE(r.error().message.find("line 3"), std::string::npos) << r.error().message;
+
+  {
+    std::ofstream out(path);
+    out << R"({"tunables": {"signal_batch": 0}})";
+  }
+  r = load_config_file(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, path + ": tunables.signal_batch: 0 is below the minimum 1");
+
+  r = load_config_file((dir.path() / "missing.json").string());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ConfigErrorKind::kIo);
+  EXPECT_NE(r.error().message.find("missing.json: cannot open: No such file or directory"),
+            std::string::npos)
+      << r.error().message;
+}
+
+TEST(ConfigFile, SaveIsAtomicAndLoadsBackEqual) {
+  TempDir dir;
+  const std::string path = (dir.path() / "state.json").string();
+  auto full = parse_config(*SchemaRegistry::embedded().document("examples/config-full.json"));
+  ASSERT_TRUE(full.ok());
+  ASSERT_EQ(save_config_file(*full, path), "");
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  auto back = load_config_file(path);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, *full);
+
+  // A second save replaces the first.
+  Config smaller;
+  ASSERT_EQ(save_config_file(smaller, path), "");
+  back = load_config_file(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, smaller);
+
+  std::string err = save_config_file(smaller, (dir.path() / "no-such-dir" / "s.json").string());
+  EXPECT_NE(err.find("cannot create"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace xdpvhost::daemon
