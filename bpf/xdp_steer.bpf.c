@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * xdpvhost steering program.
+ *
+ *   dst MAC is a guest on this uplink  -> AF_XDP socket of the receiving queue
+ *                                         (XDP_DROP if longer than max_frame_len)
+ *   broadcast / multicast              -> XDP_PASS; the daemon's flood socket
+ *                                         (AF_PACKET) copies them to the guests
+ *   anything else                      -> XDP_PASS (the node's own traffic)
+ *
+ * Built vmlinux-free (linux/bpf.h + libbpf's bpf_helpers.h) with
+ * clang -O2 -g -target bpf; -g provides the BTF libxdp needs.
+ */
+/* linux/bpf.h first: bpf_helpers.h needs its types. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+
+#include <bpf/bpf_helpers.h>
+#include <xdp/xdp_helpers.h>
+
+#include "xdp_steer_abi.h"
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, XDP_STEER_MAX_GUEST_MACS);
+  __type(key, struct xdp_steer_mac_key);
+  __type(value, struct xdp_steer_mac_value);
+} guest_macs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_XSKMAP);
+  __uint(max_entries, XDP_STEER_MAX_QUEUES);
+  __type(key, __u32);
+  __type(value, __u32);
+} xsks_map SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct xdp_steer_config);
+} config SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, XDP_STEER_STAT_COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} stats SEC(".maps");
+
+/* libxdp run configuration: default priority; the dispatcher continues to
+ * the next program only after XDP_PASS (our pass-through cases). */
+struct {
+  __uint(priority, XDP_DEFAULT_RUN_PRIO);
+  __uint(XDP_PASS, 1);
+} XDP_RUN_CONFIG(xdpvhost_steer);
+
+static __always_inline void count(__u32 stat) {
+  __u64* value = bpf_map_lookup_elem(&stats, &stat);
+
+  if (value) *value += 1; /* per-CPU slot: no atomic needed */
+}
+
+SEC("xdp")
+int xdpvhost_steer(struct xdp_md* ctx) {
+  void* data = (void*)(long)ctx->data;
+  void* data_end = (void*)(long)ctx->data_end;
+  struct ethhdr* eth = data;
+  struct xdp_steer_mac_key key = {};
+  struct xdp_steer_config* cfg;
+  __u32 zero = 0;
+  long action;
+
+  if ((void*)(eth + 1) > data_end) {
+    count(XDP_STEER_STAT_MALFORMED);
+    return XDP_PASS;
+  }
+
+  cfg = bpf_map_lookup_elem(&config, &zero);
+  if (cfg && (cfg->flags & XDP_STEER_CFG_BYPASS)) {
+    count(XDP_STEER_STAT_BYPASSED);
+    return XDP_PASS;
+  }
+
+  /* Group bit: broadcast and every multicast (ARP, IPv6 ND, ...). */
+  if (eth->h_dest[0] & 1) {
+    count(XDP_STEER_STAT_PASSED_FLOOD);
+    return XDP_PASS;
+  }
+
+  __builtin_memcpy(key.addr, eth->h_dest, ETH_ALEN);
+  if (!bpf_map_lookup_elem(&guest_macs, &key)) {
+    count(XDP_STEER_STAT_PASSED_HOST);
+    return XDP_PASS;
+  }
+
+  if (cfg && cfg->max_frame_len && data_end - data > cfg->max_frame_len) {
+    count(XDP_STEER_STAT_OVERSIZE_DROPPED);
+    return XDP_DROP;
+  }
+
+  /* Falls back to XDP_PASS when no socket is bound to this queue. A
+   * failure after this point (rx ring full, fill ring empty) shows in
+   * the socket's XDP_STATISTICS, not here. */
+  action = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+  count(action == XDP_REDIRECT ? XDP_STEER_STAT_REDIRECTED : XDP_STEER_STAT_REDIRECT_FAILED);
+  return (int)action;
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";
