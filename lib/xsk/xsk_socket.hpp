@@ -1,0 +1,149 @@
+#pragma once
+// One AF_XDP socket bound to (interface, queue) with its RX and TX rings,
+// created through libxdp's xsk_socket__create with
+// XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD: the XDP program is ours
+// (xsk::XdpProgram), and the caller puts fd() into its xsks_map.
+//
+// Bind mode: kAuto tries XDP_ZEROCOPY and falls back to XDP_COPY; the mode
+// the kernel actually uses is read back with getsockopt(XDP_OPTIONS) and
+// reported by zero_copy() / bind_report(), never assumed.
+//
+// Threading: the rings are SPSC; only the owning service thread may use the
+// ring methods, kick_tx() and wakeup_rx().
+
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "xsk/umem.hpp"
+
+namespace xdpvhost::xsk {
+
+enum class BindMode : std::uint8_t { kAuto, kZeroCopy, kCopy };
+
+std::optional<BindMode> parse_bind_mode(std::string_view text);  // "auto|zerocopy|copy"
+const char* to_string(BindMode mode);
+
+struct XskSocketConfig {
+  std::string ifname;
+  std::uint32_t queue_id = 0;
+  std::uint32_t rx_size = 2048;  // ring entries, power of two
+  std::uint32_t tx_size = 2048;  // ring entries, power of two
+  BindMode bind_mode = BindMode::kAuto;
+  bool need_wakeup = true;  // XDP_USE_NEED_WAKEUP
+};
+
+// getsockopt(XDP_STATISTICS); all counters since the socket was created.
+struct XskStatistics {
+  std::uint64_t rx_dropped = 0;                // no fill frame, frame too big, ...
+  std::uint64_t rx_invalid_descs = 0;          // bad fill ring entries
+  std::uint64_t tx_invalid_descs = 0;          // bad TX descriptors
+  std::uint64_t rx_ring_full = 0;              // RX ring had no room
+  std::uint64_t rx_fill_ring_empty_descs = 0;  // kernel found the fill ring empty
+  std::uint64_t tx_ring_empty_descs = 0;       // kernel found the TX ring empty (zero-copy)
+};
+
+// Outcome of one sendto()/recvfrom() wakeup, after
+// Documentation/networking/af_xdp.rst and net/xdp/xsk.c.
+enum class WakeupResult : std::uint8_t {
+  kOk,         // the kernel took what it could
+  kAgain,      // EAGAIN: copy-mode batch budget used up, completion ring full or
+               // driver busy; descriptors stay on the ring -- kick again later
+  kBusy,       // EBUSY: a frame was completed but dropped by the device
+  kNoBuffers,  // ENOBUFS: socket has no such ring / out of buffers; retry later
+  kNetDown,    // ENETDOWN: interface is down -- recover the uplink
+  kError,      // anything else (errno in last_errno())
+};
+const char* to_string(WakeupResult result);
+
+class XskSocket {
+ public:
+  // Binds a socket on umem (which must not have served a socket before).
+  // Returns nullptr and sets `error` on failure.
+  static std::unique_ptr<XskSocket> create(Umem& umem, const XskSocketConfig& config,
+                                           std::string& error);
+  ~XskSocket();
+  XskSocket(const XskSocket&) = delete;
+  XskSocket& operator=(const XskSocket&) = delete;
+
+  int fd() const noexcept { return xsk_socket__fd(xsk_); }
+  const XskSocketConfig& config() const noexcept { return config_; }
+  int ifindex() const noexcept { return ifindex_; }
+  Umem& umem() noexcept { return umem_; }
+  // Zero-copy as reported by the kernel (XDP_OPTIONS_ZEROCOPY).
+  bool zero_copy() const noexcept { return zero_copy_; }
+  // E.g. "copy (zerocopy refused: Operation not supported)".
+  const std::string& bind_report() const noexcept { return bind_report_; }
+
+  // --- RX ring (consumer: us) ---
+  std::uint32_t rx_peek(std::uint32_t n, std::uint32_t& idx) noexcept {
+    return xsk_ring_cons__peek(&rx_, n, &idx);
+  }
+  const xdp_desc& rx_desc(std::uint32_t idx) const noexcept {
+    return *xsk_ring_cons__rx_desc(&rx_, idx);
+  }
+  void rx_release(std::uint32_t n) noexcept { xsk_ring_cons__release(&rx_, n); }
+  // Descriptors the kernel has produced that we have not released.
+  std::uint32_t rx_pending() const noexcept {
+    return __atomic_load_n(rx_.producer, __ATOMIC_ACQUIRE) - *rx_.consumer;
+  }
+
+  // --- TX ring (producer: us) ---
+  std::uint32_t tx_free(std::uint32_t want) noexcept { return xsk_prod_nb_free(&tx_, want); }
+  std::uint32_t tx_reserve(std::uint32_t n, std::uint32_t& idx) noexcept {
+    return xsk_ring_prod__reserve(&tx_, n, &idx);
+  }
+  xdp_desc& tx_desc(std::uint32_t idx) noexcept { return *xsk_ring_prod__tx_desc(&tx_, idx); }
+  // Publishes n reserved descriptors and counts them in umem().tx_in_flight().
+  void tx_submit(std::uint32_t n) noexcept {
+    xsk_ring_prod__submit(&tx_, n);
+    umem_.note_tx_submitted(n);
+  }
+  bool tx_needs_wakeup() const noexcept { return xsk_ring_prod__needs_wakeup(&tx_) != 0; }
+  // Submitted descriptors the kernel has not consumed yet.
+  std::uint32_t tx_pending() const noexcept {
+    return *tx_.producer - __atomic_load_n(tx_.consumer, __ATOMIC_ACQUIRE);
+  }
+  // Whether kick_tx() is needed for the kernel to send what is on the ring:
+  // zero-copy (or no need_wakeup): the ring's need_wakeup flag; copy mode:
+  // whenever descriptors are pending -- in copy mode frames are only ever
+  // sent inside sendto(), at most a bounded batch per call.
+  bool tx_kick_needed() const noexcept {
+    if (zero_copy_ && config_.need_wakeup) return tx_needs_wakeup();
+    return tx_pending() != 0;
+  }
+
+  // sendto(fd, NULL, 0, MSG_DONTWAIT): lets the kernel send from the TX ring.
+  WakeupResult kick_tx() noexcept;
+  // recvfrom(fd, NULL, 0, MSG_DONTWAIT): wakes RX (zero-copy need_wakeup) and,
+  // with busy polling enabled, drives the NIC's NAPI once.
+  WakeupResult wakeup_rx() noexcept;
+  int last_errno() const noexcept { return last_errno_; }
+
+  // 0 or -errno.
+  int read_statistics(XskStatistics& out) const noexcept;
+  // XDP_MAX_TX_SKB_BUDGET (Linux 6.17+): descriptors one copy-mode sendto()
+  // may send (kernel default 32, range [32, tx_size]). 0 or -errno.
+  int set_tx_budget(std::uint32_t descriptors) noexcept;
+
+ private:
+  XskSocket(Umem& umem, const XskSocketConfig& config) : umem_(umem), config_(config) {}
+  WakeupResult classify(long ret) noexcept;
+
+  Umem& umem_;
+  XskSocketConfig config_;
+  xsk_socket* xsk_ = nullptr;
+  xsk_ring_cons rx_{};
+  xsk_ring_prod tx_{};
+  int ifindex_ = 0;
+  bool zero_copy_ = false;
+  std::string bind_report_;
+  int last_errno_ = 0;
+};
+
+}  // namespace xdpvhost::xsk
