@@ -10,7 +10,7 @@ PACKAGES="
   libboost-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   iproute2 ethtool kmod procps psmisc util-linux cpio xz-utils zstd
-  dpdk qemu-system-x86 busybox-static iperf3 tcpdump
+  dpdk dpdk-dev qemu-system-x86 busybox-static iperf3 tcpdump
   python3 python3-jsonschema python3-matplotlib
 "
 
