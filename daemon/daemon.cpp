@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config_adapter.hpp"
+#include "log_level.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -92,6 +93,20 @@ void Daemon::apply_tunables() {
     if (it != ports_.end())
       it->second->set_tunables(to_dataplane_port(resolve(config_.tunables, port.tunables)));
   }
+}
+
+std::string Daemon::version() {
+#ifdef XDPVHOST_VERSION
+  return XDPVHOST_VERSION;
+#else
+  return "0.0.0";
+#endif
+}
+
+void Daemon::set_log_level(LogLevel level) {
+  config_.log.level = level;
+  spdlog::set_level(to_spdlog(level));
+  persist();
 }
 
 void Daemon::persist() {

@@ -32,6 +32,10 @@ class Daemon {
   void shutdown();
 
   const Config& config() const noexcept { return config_; }
+  static std::string version();
+  LogLevel log_level() const noexcept { return config_.log.level; }
+  // Applies at once and is kept in the persisted state.
+  void set_log_level(LogLevel level);
   boost::asio::io_context& io() noexcept { return io_; }
   dataplane::Dataplane& dataplane() noexcept { return *dataplane_; }
   std::chrono::steady_clock::time_point started_at() const noexcept { return started_at_; }

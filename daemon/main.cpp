@@ -12,24 +12,12 @@
 #include <iostream>
 
 #include "config.hpp"
+#include "control_api.hpp"
+#include "control_server.hpp"
 #include "daemon.hpp"
+#include "log_level.hpp"
+#include "rpc_dispatcher.hpp"
 
-namespace {
-
-spdlog::level::level_enum to_spdlog(xdpvhost::daemon::LogLevel level) {
-  using L = xdpvhost::daemon::LogLevel;
-  switch (level) {
-    case L::kTrace: return spdlog::level::trace;
-    case L::kDebug: return spdlog::level::debug;
-    case L::kInfo: return spdlog::level::info;
-    case L::kWarn: return spdlog::level::warn;
-    case L::kError: return spdlog::level::err;
-    case L::kOff: return spdlog::level::off;
-  }
-  return spdlog::level::info;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"xdpvhostd: vhost-user virtio-net backend with AF_XDP uplinks"};
@@ -77,7 +65,7 @@ int main(int argc, char** argv) {
     }
     level = *parsed;
   }
-  spdlog::set_level(to_spdlog(level));
+  spdlog::set_level(xdpvhost::daemon::to_spdlog(level));
 
   boost::asio::io_context io;
   xdpvhost::daemon::Daemon daemon(io, std::move(config));
@@ -85,9 +73,28 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", error);
     return 1;
   }
+  xdpvhost::daemon::RpcDispatcher dispatcher(xdpvhost::daemon::SchemaRegistry::embedded());
+  xdpvhost::daemon::ControlApi api(daemon);
+  api.register_methods(dispatcher);
+  const auto& control = daemon.config().control;
+  xdpvhost::daemon::ControlServer::Options control_options;
+  control_options.path = control.socket;
+  control_options.mode = control.mode;
+  control_options.group = control.group;
+  const std::size_t limit = control_options.max_request_bytes;
+  xdpvhost::daemon::ControlServer server(
+      io, control_options, [&](std::string_view line) { return dispatcher.handle(line); },
+      [&] { return dispatcher.too_large(limit); });
+  if (std::string error; !server.start(error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
+  spdlog::info("control socket {}", control.socket);
+
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int signal) {
     spdlog::info("signal {}: shutting down", signal);
+    server.stop();
     daemon.shutdown();
     io.stop();
   });

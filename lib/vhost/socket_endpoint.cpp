@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "vhost/message_table.hpp"
 
@@ -54,6 +55,8 @@ bool SocketEndpoint::start(std::string& error) {
     try_connect();
     return true;
   }
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(std::filesystem::path(options_.path).parent_path(), mkdir_error);
   struct stat st {};
   if (::lstat(options_.path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {

@@ -1,0 +1,28 @@
+#pragma once
+// JSON views of the running daemon, in the shapes proto/types.schema.json
+// defines: port summaries and details, thread status, counters.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "config.hpp"
+#include "dataplane/guest_port_controller.hpp"
+#include "dataplane/service_thread.hpp"
+#include "stats_snapshot.hpp"
+
+namespace xdpvhost::daemon {
+
+// waiting | connected | running | broken
+std::string port_state(const dataplane::GuestPortController& port);
+
+nlohmann::json port_summary(const PortConfig& config, const dataplane::GuestPortController& port);
+nlohmann::json port_detail(const PortConfig& config, const Tunables& effective,
+                           const dataplane::GuestPortController& port);
+nlohmann::json thread_status(const dataplane::ServiceThread& thread,
+                             const std::vector<std::string>& ports,
+                             const std::vector<std::string>& uplinks);
+nlohmann::json port_stats(const PortStatsSnapshot& s);
+nlohmann::json thread_stats(std::uint16_t index, const ThreadStatsSnapshot& s);
+nlohmann::json tunables_json(const Tunables& t);
+
+}  // namespace xdpvhost::daemon
