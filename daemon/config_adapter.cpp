@@ -43,3 +43,27 @@ dataplane::GuestPortConfig guest_port_config(const Config& config, const PortCon
 }
 
 }  // namespace xdpvhost::daemon
+
+namespace xdpvhost::daemon {
+
+dataplane::UplinkConfig uplink_config(const Config& config, const UplinkConfig& uplink,
+                                      std::uint32_t id) {
+  dataplane::UplinkConfig u;
+  u.name = uplink.name;
+  u.id = id;
+  u.interface = uplink.interface;
+  u.queues = uplink.queues;
+  switch (uplink.bind) {
+    case BindMode::kAuto: u.bind = xsk::BindMode::kAuto; break;
+    case BindMode::kZerocopy: u.bind = xsk::BindMode::kZeroCopy; break;
+    case BindMode::kCopy: u.bind = xsk::BindMode::kCopy; break;
+  }
+  u.frame_size = uplink.frame_size;
+  u.ring_size = uplink.ring_size;
+  if (uplink.thread) u.thread = static_cast<std::uint16_t>(*uplink.thread);
+  u.tunables = to_dataplane(resolve(config.tunables, uplink.tunables));
+  if (config.bpf_object) u.bpf_object = *config.bpf_object;
+  return u;
+}
+
+}  // namespace xdpvhost::daemon

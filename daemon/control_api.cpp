@@ -61,10 +61,13 @@ RpcResult ControlApi::status(const json&) {
   auto& dp = daemon_.dataplane();
   json threads = json::array();
   for (std::uint16_t t = 0; t < dp.thread_count(); ++t) {
-    std::vector<std::string> ports;
+    std::vector<std::string> ports, uplinks;
     for (const auto& [name, port] : daemon_.ports())
       if (port->thread() == t) ports.push_back(name);
-    threads.push_back(thread_status(dp.thread(t), ports, {}));
+    for (const auto& [name, uplink] : daemon_.uplinks())
+      for (const auto& q : uplink->queue_reports())
+        if (q.thread == t && (uplinks.empty() || uplinks.back() != name)) uplinks.push_back(name);
+    threads.push_back(thread_status(dp.thread(t), ports, uplinks));
   }
   json ports = json::array();
   for (const auto& p : config.ports)
@@ -75,7 +78,7 @@ RpcResult ControlApi::status(const json&) {
               {"uptime_s", uptime},
               {"threads", threads},
               {"ports", ports},
-              {"uplinks", json::array()}};
+              {"uplinks", uplink_list(json::object()).result()}};
 }
 
 RpcResult ControlApi::port_list(const json&) {
@@ -113,17 +116,42 @@ RpcResult ControlApi::port_remove(const json& params) {
   return json{{"removed", name}};
 }
 
-RpcResult ControlApi::uplink_list(const json&) { return json::array(); }
+json ControlApi::uplink_status_json(const std::string& name) const {
+  const UplinkConfig* u = daemon_.config().find_uplink(name);
+  const auto* c = daemon_.find_uplink(name);
+  if (u == nullptr || c == nullptr) return nullptr;
+  return uplink_status(*u, *c);
+}
+
+RpcResult ControlApi::uplink_list(const json&) {
+  json list = json::array();
+  for (const auto& u : daemon_.config().uplinks) {
+    json j = uplink_status_json(u.name);
+    if (!j.is_null()) list.push_back(std::move(j));
+  }
+  return list;
+}
 
 RpcResult ControlApi::uplink_add(const json& params) {
   auto uplink = parse_uplink(params, "params");
   if (!uplink) return to_rpc_error(uplink.error());
-  return RpcError{RpcErrorCode::kOperationFailed, "uplinks are not supported by this build",
-                  nullptr};
+  if (auto error = daemon_.add_uplink(uplink.value())) return to_rpc_error(*error);
+  return uplink_status_json(uplink->name);
 }
 
 RpcResult ControlApi::uplink_remove(const json& params) {
-  return not_found("there is no uplink \"" + params["name"].get<std::string>() + "\"");
+  const std::string name = params["name"].get<std::string>();
+  if (auto error = daemon_.remove_uplink(name)) return to_rpc_error(*error);
+  uplink_baselines_.erase(name);
+  return json{{"removed", name}};
+}
+
+UplinkStatsSnapshot ControlApi::uplink_stats_since_reset(
+    const std::string& name, const dataplane::UplinkController& uplink) const {
+  auto now = UplinkStatsSnapshot::of(uplink);
+  auto it = uplink_baselines_.find(name);
+  if (it == uplink_baselines_.end() || it->second.first != &uplink) return now;
+  return now.since(it->second.second);
 }
 
 json ControlApi::tunables_scope(const std::optional<std::string>& port,
@@ -178,13 +206,20 @@ RpcResult ControlApi::stats_get(const json& params) {
   auto only_uplink = opt_string(params, "uplink");
   if (only_port && daemon_.find_port(*only_port) == nullptr)
     return not_found("there is no port \"" + *only_port + "\"");
-  if (only_uplink) return not_found("there is no uplink \"" + *only_uplink + "\"");
+  if (only_uplink && daemon_.find_uplink(*only_uplink) == nullptr)
+    return not_found("there is no uplink \"" + *only_uplink + "\"");
   json ports = json::object();
-  for (const auto& [name, port] : daemon_.ports())
-    if (!only_port || *only_port == name)
-      ports[name] = port_stats(port_stats_since_reset(name, *port));
+  if (!only_uplink)
+    for (const auto& [name, port] : daemon_.ports())
+      if (!only_port || *only_port == name)
+        ports[name] = port_stats(port_stats_since_reset(name, *port));
+  json uplinks = json::object();
+  if (!only_port)
+    for (const auto& [name, uplink] : daemon_.uplinks())
+      if (!only_uplink || *only_uplink == name)
+        uplinks[name] = uplink_stats(uplink_stats_since_reset(name, *uplink));
   json threads = json::array();
-  if (!only_port) {
+  if (!only_port && !only_uplink) {
     auto& dp = daemon_.dataplane();
     for (std::uint16_t t = 0; t < dp.thread_count(); ++t) {
       auto now = ThreadStatsSnapshot::of(dp.thread(t).counters());
@@ -192,7 +227,7 @@ RpcResult ControlApi::stats_get(const json& params) {
       threads.push_back(thread_stats(t, it == thread_baselines_.end() ? now : now.since(it->second)));
     }
   }
-  return json{{"ports", ports}, {"uplinks", json::object()}, {"threads", threads}};
+  return json{{"ports", ports}, {"uplinks", uplinks}, {"threads", threads}};
 }
 
 RpcResult ControlApi::stats_reset(const json& params) {
@@ -200,20 +235,29 @@ RpcResult ControlApi::stats_reset(const json& params) {
   auto only_uplink = opt_string(params, "uplink");
   if (only_port && daemon_.find_port(*only_port) == nullptr)
     return not_found("there is no port \"" + *only_port + "\"");
-  if (only_uplink) return not_found("there is no uplink \"" + *only_uplink + "\"");
+  if (only_uplink && daemon_.find_uplink(*only_uplink) == nullptr)
+    return not_found("there is no uplink \"" + *only_uplink + "\"");
   json reset_ports = json::array();
-  for (const auto& [name, port] : daemon_.ports()) {
-    if (only_port && *only_port != name) continue;
-    port_baselines_[name] = {port->port().id(), PortStatsSnapshot::of(port->port().counters())};
-    reset_ports.push_back(name);
-  }
+  if (!only_uplink)
+    for (const auto& [name, port] : daemon_.ports()) {
+      if (only_port && *only_port != name) continue;
+      port_baselines_[name] = {port->port().id(), PortStatsSnapshot::of(port->port().counters())};
+      reset_ports.push_back(name);
+    }
+  json reset_uplinks = json::array();
+  if (!only_port)
+    for (const auto& [name, uplink] : daemon_.uplinks()) {
+      if (only_uplink && *only_uplink != name) continue;
+      uplink_baselines_[name] = {uplink.get(), UplinkStatsSnapshot::of(*uplink)};
+      reset_uplinks.push_back(name);
+    }
   const bool threads = !only_port && !only_uplink;
   if (threads) {
     auto& dp = daemon_.dataplane();
     for (std::uint16_t t = 0; t < dp.thread_count(); ++t)
       thread_baselines_[t] = ThreadStatsSnapshot::of(dp.thread(t).counters());
   }
-  return json{{"ports", reset_ports}, {"uplinks", json::array()}, {"threads", threads}};
+  return json{{"ports", reset_ports}, {"uplinks", reset_uplinks}, {"threads", threads}};
 }
 
 RpcResult ControlApi::log_set_level(const json& params) {

@@ -13,14 +13,20 @@ Daemon::~Daemon() { shutdown(); }
 
 std::string Daemon::start() {
   dataplane_ = std::make_unique<dataplane::Dataplane>(dataplane_options(config_));
+  for (const auto& uplink : config_.uplinks) {
+    if (std::string error = open_uplink(uplink); !error.empty()) {
+      shutdown();
+      return "uplink " + uplink.name + ": " + error;
+    }
+  }
   for (const auto& port : config_.ports) {
     if (std::string error = open_port(port); !error.empty()) {
       shutdown();
       return "port " + port.name + ": " + error;
     }
   }
-  spdlog::info("xdpvhostd running: {} service thread(s), {} port(s)", dataplane_->thread_count(),
-               ports_.size());
+  spdlog::info("xdpvhostd running: {} service thread(s), {} uplink(s), {} port(s)",
+               dataplane_->thread_count(), uplinks_.size(), ports_.size());
   return {};
 }
 
@@ -28,14 +34,57 @@ void Daemon::shutdown() {
   // Closing a port stops its rings; stopping a ring publishes and signals
   // what is pending first.
   ports_.clear();
+  uplinks_.clear();  // detaches the XDP programs, removes filter entries
   dataplane_.reset();
 }
 
 std::uint32_t Daemon::uplink_id(const std::optional<std::string>& name) const {
   if (!name) return dataplane::Port::kNoUplinkId;
-  for (std::size_t i = 0; i < config_.uplinks.size(); ++i)
-    if (config_.uplinks[i].name == *name) return static_cast<std::uint32_t>(i);
-  return dataplane::Port::kNoUplinkId;
+  auto it = uplinks_.find(*name);
+  return it == uplinks_.end() ? dataplane::Port::kNoUplinkId : it->second->config().id;
+}
+
+dataplane::UplinkController* Daemon::uplink_of(const PortConfig& port) {
+  if (!port.uplink) return nullptr;
+  auto it = uplinks_.find(*port.uplink);
+  return it == uplinks_.end() ? nullptr : it->second.get();
+}
+
+const dataplane::UplinkController* Daemon::find_uplink(const std::string& name) const {
+  auto it = uplinks_.find(name);
+  return it == uplinks_.end() ? nullptr : it->second.get();
+}
+
+std::string Daemon::open_uplink(const UplinkConfig& uplink) {
+  auto controller = std::make_unique<dataplane::UplinkController>(
+      *dataplane_, io_, uplink_config(config_, uplink, next_uplink_id_++));
+  std::string error;
+  if (!controller->start(error)) return error;
+  uplinks_.emplace(uplink.name, std::move(controller));
+  return {};
+}
+
+std::optional<ConfigError> Daemon::add_uplink(const UplinkConfig& uplink) {
+  auto next = with_uplink_added(config_, uplink);
+  if (!next) return next.error();
+  const Config previous = config_;
+  config_ = std::move(next.value());
+  if (std::string error = open_uplink(uplink); !error.empty()) {
+    config_ = previous;
+    return ConfigError{ConfigErrorKind::kInvalid, "uplink " + uplink.name + ": " + error, {}};
+  }
+  persist();
+  return std::nullopt;
+}
+
+std::optional<ConfigError> Daemon::remove_uplink(const std::string& name) {
+  auto next = with_uplink_removed(config_, name);
+  if (!next) return next.error();
+  config_ = std::move(next.value());
+  uplinks_.erase(name);
+  spdlog::info("uplink {}: removed", name);
+  persist();
+  return std::nullopt;
 }
 
 std::string Daemon::open_port(const PortConfig& port) {
@@ -45,6 +94,11 @@ std::string Daemon::open_port(const PortConfig& port) {
   if (!controller->start(error)) return error;
   spdlog::info("port {}: {} socket {} mac {}", port.name, to_string(port.mode), port.socket,
                format_mac(port.mac));
+  if (auto* uplink = uplink_of(port)) {
+    dataplane::MacAddress mac;
+    mac.bytes = port.mac;
+    uplink->add_guest(mac, port.mtu);
+  }
   ports_.emplace(port.name, std::move(controller));
   return {};
 }
@@ -70,6 +124,13 @@ std::optional<ConfigError> Daemon::add_port(const PortConfig& port) {
 std::optional<ConfigError> Daemon::remove_port(const std::string& name) {
   auto next = with_port_removed(config_, name);
   if (!next) return next.error();
+  if (const PortConfig* port = config_.find_port(name)) {
+    if (auto* uplink = uplink_of(*port)) {
+      dataplane::MacAddress mac;
+      mac.bytes = port->mac;
+      uplink->remove_guest(mac);
+    }
+  }
   config_ = std::move(next.value());
   ports_.erase(name);
   spdlog::info("port {}: removed", name);
@@ -92,6 +153,11 @@ void Daemon::apply_tunables() {
     auto it = ports_.find(port.name);
     if (it != ports_.end())
       it->second->set_tunables(to_dataplane_port(resolve(config_.tunables, port.tunables)));
+  }
+  for (const auto& uplink : config_.uplinks) {
+    auto it = uplinks_.find(uplink.name);
+    if (it != uplinks_.end())
+      it->second->set_tunables(to_dataplane(resolve(config_.tunables, uplink.tunables)));
   }
 }
 

@@ -16,6 +16,7 @@
 #include "config_result.hpp"
 #include "dataplane/dataplane.hpp"
 #include "dataplane/guest_port_controller.hpp"
+#include "dataplane/uplink_controller.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -44,22 +45,32 @@ class Daemon {
   std::optional<ConfigError> add_port(const PortConfig& port);
   std::optional<ConfigError> remove_port(const std::string& name);
   std::optional<ConfigError> set_tunables(const TunablesChange& change);
+  std::optional<ConfigError> add_uplink(const UplinkConfig& uplink);
+  std::optional<ConfigError> remove_uplink(const std::string& name);
 
   const dataplane::GuestPortController* find_port(const std::string& name) const;
   const std::map<std::string, std::unique_ptr<dataplane::GuestPortController>>& ports() const {
     return ports_;
   }
+  const dataplane::UplinkController* find_uplink(const std::string& name) const;
+  const std::map<std::string, std::unique_ptr<dataplane::UplinkController>>& uplinks() const {
+    return uplinks_;
+  }
 
  private:
   std::string open_port(const PortConfig& port);
+  std::string open_uplink(const UplinkConfig& uplink);
   std::uint32_t uplink_id(const std::optional<std::string>& name) const;
+  dataplane::UplinkController* uplink_of(const PortConfig& port);
   void apply_tunables();
   void persist();
 
   boost::asio::io_context& io_;
   Config config_;
   std::unique_ptr<dataplane::Dataplane> dataplane_;
+  std::map<std::string, std::unique_ptr<dataplane::UplinkController>> uplinks_;
   std::map<std::string, std::unique_ptr<dataplane::GuestPortController>> ports_;
+  std::uint32_t next_uplink_id_ = 0;
   std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
 };
 

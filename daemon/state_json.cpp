@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "dataplane/drop_reason.hpp"
 #include "vhost/socket_endpoint.hpp"
 
@@ -112,5 +114,64 @@ json thread_stats(std::uint16_t index, const ThreadStatsSnapshot& s) {
 }
 
 json tunables_json(const Tunables& t) { return to_json(t); }
+
+json uplink_status(const UplinkConfig& config, const dataplane::UplinkController& u) {
+  json queues = json::array();
+  for (const auto& q : u.queue_reports())
+    queues.push_back(json{{"queue", q.queue},
+                          {"bind_mode", q.bind_mode},
+                          {"napi_id", q.napi_id},
+                          {"thread", q.thread},
+                          {"napi_busy_poll", json{{"requested", q.napi_requested},
+                                                  {"active", q.napi_active},
+                                                  {"reason", q.napi_reason}}}});
+  return json{{"name", config.name},
+              {"interface", config.interface},
+              {"bind", std::string(to_string(config.bind))},
+              {"frame_size", config.frame_size},
+              {"ring_size", config.ring_size},
+              {"link", dataplane::to_string(u.link())},
+              {"queues", queues},
+              {"xdp_program", u.program_report()},
+              {"unicast_filter", u.filter_report()}};
+}
+
+json uplink_stats(const UplinkStatsSnapshot& s) {
+  json total{{"rx_packets", 0u}, {"rx_bytes", 0u}, {"tx_packets", 0u}, {"tx_bytes", 0u},
+             {"rx_dropped", 0u}, {"rx_invalid_descs", 0u}, {"tx_invalid_descs", 0u},
+             {"rx_ring_full", 0u}, {"rx_fill_ring_empty_descs", 0u}, {"tx_ring_empty_descs", 0u}};
+  std::array<std::uint64_t, static_cast<std::size_t>(dataplane::DropReason::kCount)> drops{};
+  std::uint64_t flood_dropped = 0;
+  json queues = json::array();
+  for (const auto& q : s.queues) {
+    json j{{"queue", q.queue},
+           {"rx_packets", q.port.rx_packets},
+           {"rx_bytes", q.port.rx_bytes},
+           {"tx_packets", q.port.tx_packets},
+           {"tx_bytes", q.port.tx_bytes},
+           {"rx_dropped", q.rx_dropped},
+           {"rx_invalid_descs", q.rx_invalid_descs},
+           {"tx_invalid_descs", q.tx_invalid_descs},
+           {"rx_ring_full", q.rx_ring_full},
+           {"rx_fill_ring_empty_descs", q.rx_fill_ring_empty_descs},
+           {"tx_ring_empty_descs", q.tx_ring_empty_descs}};
+    for (auto it = total.begin(); it != total.end(); ++it)
+      it.value() = it.value().get<std::uint64_t>() + j[it.key()].get<std::uint64_t>();
+    for (std::size_t i = 0; i < drops.size(); ++i) drops[i] += q.port.drops[i];
+    flood_dropped += q.flood_dropped;
+    queues.push_back(std::move(j));
+  }
+  json d = json::object();
+  for (std::size_t i = 0; i < drops.size(); ++i)
+    d[dataplane::to_string(static_cast<dataplane::DropReason>(i))] = drops[i];
+  // Dropped before a frame reached us: in the XDP program, in the packet socket.
+  d["xdp_oversize"] = s.xdp_oversize;
+  d["xdp_redirect_failed"] = s.xdp_redirect_failed;
+  d["xdp_malformed"] = s.xdp_malformed;
+  d["flood_socket_full"] = flood_dropped;
+  total["drops"] = d;
+  total["queues"] = queues;
+  return total;
+}
 
 }  // namespace xdpvhost::daemon

@@ -8,6 +8,7 @@
 #include "config.hpp"
 #include "dataplane/guest_port_controller.hpp"
 #include "dataplane/service_thread.hpp"
+#include "dataplane/uplink_controller.hpp"
 #include "stats_snapshot.hpp"
 
 namespace xdpvhost::daemon {
@@ -24,5 +25,7 @@ nlohmann::json thread_status(const dataplane::ServiceThread& thread,
 nlohmann::json port_stats(const PortStatsSnapshot& s);
 nlohmann::json thread_stats(std::uint16_t index, const ThreadStatsSnapshot& s);
 nlohmann::json tunables_json(const Tunables& t);
+nlohmann::json uplink_status(const UplinkConfig& config, const dataplane::UplinkController& uplink);
+nlohmann::json uplink_stats(const UplinkStatsSnapshot& s);
 
 }  // namespace xdpvhost::daemon

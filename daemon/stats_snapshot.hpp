@@ -6,7 +6,11 @@
 #include <array>
 #include <cstdint>
 
+#include <vector>
+
 #include "dataplane/counters.hpp"
+#include "dataplane/uplink_controller.hpp"
+#include "dataplane/uplink_queue_port.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -63,6 +67,66 @@ struct ThreadStatsSnapshot {
     d.sleeps = sleeps - base.sleeps;
     d.wakeups = wakeups - base.wakeups;
     for (std::size_t i = 0; i < bursts.size(); ++i) d.bursts[i] = bursts[i] - base.bursts[i];
+    return d;
+  }
+};
+
+// One uplink queue: the port's counters plus the socket's XDP_STATISTICS.
+struct UplinkQueueStatsSnapshot {
+  std::uint32_t queue = 0;
+  PortStatsSnapshot port;
+  std::uint64_t rx_dropped = 0, rx_invalid_descs = 0, tx_invalid_descs = 0, rx_ring_full = 0,
+                rx_fill_ring_empty_descs = 0, tx_ring_empty_descs = 0, flood_dropped = 0;
+
+  static UplinkQueueStatsSnapshot of(const dataplane::UplinkQueuePort& p) {
+    UplinkQueueStatsSnapshot s;
+    s.queue = p.queue();
+    s.port = PortStatsSnapshot::of(p.counters());
+    const auto& st = p.status();
+    s.rx_dropped = st.rx_dropped.get();
+    s.rx_invalid_descs = st.rx_invalid_descs.get();
+    s.tx_invalid_descs = st.tx_invalid_descs.get();
+    s.rx_ring_full = st.rx_ring_full.get();
+    s.rx_fill_ring_empty_descs = st.rx_fill_ring_empty_descs.get();
+    s.tx_ring_empty_descs = st.tx_ring_empty_descs.get();
+    s.flood_dropped = st.flood_dropped.get();
+    return s;
+  }
+  UplinkQueueStatsSnapshot since(const UplinkQueueStatsSnapshot& b) const {
+    UplinkQueueStatsSnapshot d = *this;
+    d.port = port.since(b.port);
+    d.rx_dropped -= b.rx_dropped;
+    d.rx_invalid_descs -= b.rx_invalid_descs;
+    d.tx_invalid_descs -= b.tx_invalid_descs;
+    d.rx_ring_full -= b.rx_ring_full;
+    d.rx_fill_ring_empty_descs -= b.rx_fill_ring_empty_descs;
+    d.tx_ring_empty_descs -= b.tx_ring_empty_descs;
+    d.flood_dropped -= b.flood_dropped;
+    return d;
+  }
+};
+
+// An uplink: its queues and its XDP program's drops.
+struct UplinkStatsSnapshot {
+  std::vector<UplinkQueueStatsSnapshot> queues;
+  std::uint64_t xdp_oversize = 0, xdp_redirect_failed = 0, xdp_malformed = 0;
+
+  static UplinkStatsSnapshot of(const dataplane::UplinkController& u) {
+    UplinkStatsSnapshot s;
+    for (const auto& p : u.ports()) s.queues.push_back(UplinkQueueStatsSnapshot::of(*p));
+    const auto x = u.program_stats();
+    s.xdp_oversize = x.oversize_dropped;
+    s.xdp_redirect_failed = x.redirect_failed;
+    s.xdp_malformed = x.malformed;
+    return s;
+  }
+  UplinkStatsSnapshot since(const UplinkStatsSnapshot& b) const {
+    UplinkStatsSnapshot d = *this;
+    for (std::size_t i = 0; i < d.queues.size() && i < b.queues.size(); ++i)
+      d.queues[i] = queues[i].since(b.queues[i]);
+    d.xdp_oversize -= b.xdp_oversize;
+    d.xdp_redirect_failed -= b.xdp_redirect_failed;
+    d.xdp_malformed -= b.xdp_malformed;
     return d;
   }
 };

@@ -9,7 +9,7 @@ PACKAGES="
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev libmnl-dev
   libboost-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  iproute2 ethtool kmod procps psmisc util-linux cpio xz-utils zstd
+  iproute2 iputils-ping ethtool kmod procps psmisc util-linux cpio xz-utils zstd
   dpdk dpdk-dev qemu-system-x86 busybox-static iperf3 tcpdump
   python3 python3-jsonschema python3-matplotlib
 "

@@ -1,0 +1,363 @@
+#include "dataplane/uplink_queue_port.hpp"
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "dataplane/checksum.hpp"
+#include "dataplane/forwarder.hpp"
+
+namespace xdpvhost::dataplane {
+
+namespace {
+
+constexpr unsigned kFloodBatch = 32;
+constexpr std::uint32_t kFloodFrameBytes = 2048;
+// Descriptors one copy-mode sendto() may send (XDP_MAX_TX_SKB_BUDGET, Linux
+// 6.17+; the kernel default is 32). Fewer syscalls per frame is what counts
+// on this path: the kernel work of each frame happens inside sendto().
+constexpr std::uint32_t kTxBudget = 256;
+
+}  // namespace
+
+UplinkQueuePort::UplinkQueuePort(std::uint32_t id, std::string name, std::uint32_t uplink,
+                                 Options options)
+    : Port(id, std::move(name), PortKind::kUplink, MacAddress{}, uplink), options_(options) {
+  flood_buffers_.resize(kFloodBatch * kFloodFrameBytes);
+  flood_frames_.resize(kFloodBatch);
+  status_.napi_busy_poll_requested.store(options_.tunables.napi_busy_poll);
+}
+
+UplinkQueuePort::~UplinkQueuePort() { unbind(); }
+
+std::string UplinkQueuePort::napi_busy_poll_reason() const {
+  std::lock_guard lock(reason_mutex_);
+  return reason_;
+}
+
+void UplinkQueuePort::set_reason(std::string reason) {
+  std::lock_guard lock(reason_mutex_);
+  reason_ = std::move(reason);
+}
+
+// ---- commands -------------------------------------------------------------------
+
+void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem, std::unique_ptr<xsk::XskSocket> socket) {
+  unbind();
+  umem_ = std::move(umem);
+  socket_ = std::move(socket);
+  tx_reserved_ = 0;
+  tx_needs_kick_ = false;
+  const std::uint32_t budget = std::min(kTxBudget, socket_->config().tx_size);
+  if (int rc = socket_->set_tx_budget(budget); rc != 0)
+    spdlog::info("uplink {}: XDP_MAX_TX_SKB_BUDGET not available ({}); the kernel sends 32 "
+                 "frames per sendto",
+                 name(), -rc);
+  umem_->refill(umem_->fill_free(umem_->config().fill_size));
+  status_.bound.store(true);
+  status_.zero_copy.store(socket_->zero_copy());
+  std::uint32_t napi = 0;
+  xsk::read_napi_id(socket_->fd(), napi);
+  status_.napi_id.store(napi);
+  starvation_.reset();
+  apply_napi_busy_poll(/*prefer=*/true);
+  wait_fds_changed();
+}
+
+void UplinkQueuePort::unbind() {
+  if (socket_) {
+    refresh_statistics();
+    stats_base_.rx_dropped += stats_last_.rx_dropped;
+    stats_base_.rx_invalid_descs += stats_last_.rx_invalid_descs;
+    stats_base_.tx_invalid_descs += stats_last_.tx_invalid_descs;
+    stats_base_.rx_ring_full += stats_last_.rx_ring_full;
+    stats_base_.rx_fill_ring_empty_descs += stats_last_.rx_fill_ring_empty_descs;
+    stats_base_.tx_ring_empty_descs += stats_last_.tx_ring_empty_descs;
+    stats_last_ = {};
+  }
+  // The socket goes before its UMEM (libxdp ties the rings to the socket).
+  socket_.reset();
+  umem_.reset();
+  napi_active_ = false;
+  status_.bound.store(false);
+  status_.napi_busy_poll_active.store(false);
+  status_.napi_id.store(0);
+  wait_fds_changed();
+}
+
+void UplinkQueuePort::set_flood_socket(std::unique_ptr<xsk::FloodSocket> flood) {
+  flood_ = std::move(flood);
+  wait_fds_changed();
+}
+
+void UplinkQueuePort::set_link_up(bool up) noexcept {
+  link_up_ = up;
+  status_.link_up.store(up);
+}
+
+void UplinkQueuePort::set_tunables(const Tunables& t) {
+  const bool napi_changed = t.napi_busy_poll != options_.tunables.napi_busy_poll ||
+                            t.busy_poll_budget != options_.tunables.busy_poll_budget ||
+                            t.busy_poll_us != options_.tunables.busy_poll_us;
+  options_.tunables = t;
+  status_.napi_busy_poll_requested.store(t.napi_busy_poll);
+  if (napi_changed && socket_) {
+    starvation_.reset();
+    apply_napi_busy_poll(/*prefer=*/true);
+  }
+}
+
+void UplinkQueuePort::apply_napi_busy_poll(bool prefer) {
+  napi_active_ = false;
+  status_.napi_busy_poll_active.store(false);
+  if (!socket_) return;
+  const auto& t = options_.tunables;
+  if (!t.napi_busy_poll) {
+    xsk::apply_busy_poll(socket_->fd(), xsk::BusyPollConfig{0, 0, false});
+    set_reason("not requested");
+    return;
+  }
+  // The socket busy-polls NAPI for up to busy_poll_us per syscall (at least
+  // a little, so that a request actually polls).
+  xsk::BusyPollConfig config;
+  config.usecs = std::max<std::uint32_t>(t.busy_poll_us, 1);
+  config.budget = static_cast<std::uint16_t>(std::min<std::uint32_t>(t.busy_poll_budget, 65535));
+  config.prefer = prefer;
+  const xsk::BusyPollOutcome outcome = xsk::apply_busy_poll(socket_->fd(), config);
+  status_.napi_id.store(outcome.napi_id);
+  napi_prefer_ = prefer && outcome.applied;
+  if (!outcome.applied) {
+    set_reason(outcome.reason);
+  } else if (outcome.napi_id == 0) {
+    // The kernel busy-polls the NAPI context the socket's napi id names; with
+    // id 0 (a device without NAPI such as veth, or no frame seen yet) a
+    // recvfrom() would be a wasted syscall. Housekeeping looks again.
+    set_reason("no napi id on the socket yet (veth and other devices without NAPI never get one)");
+  } else {
+    napi_active_ = true;
+    set_reason(prefer ? "ok (preferred busy polling)" : "ok");
+  }
+  status_.napi_busy_poll_active.store(napi_active_);
+}
+
+// ---- NIC -> guests ---------------------------------------------------------------
+
+unsigned UplinkQueuePort::poll(Forwarder& forwarder) {
+  if (!socket_) return 0;
+  umem_->reclaim_completions(umem_->config().comp_size);
+  unsigned n = poll_rx(forwarder);
+  n += poll_flood(forwarder);
+  // Frames go back to the fill ring at once.
+  umem_->refill(umem_->config().fill_size);
+  if (napi_active_) {
+    if (n == 0 && socket_->rx_pending() == 0) {
+      // Seed 002: nothing on the rings -- drive the NIC's NAPI ourselves.
+      socket_->wakeup_rx();
+      status_.napi_polls.add();
+    }
+    if (napi_prefer_ && starvation_.round(n)) {
+      xsk::StarvationSample sample;
+      sample.offered = offered_.load(std::memory_order_relaxed);
+      socket_->read_statistics(sample.xsk);
+      sample.fill_level = umem_->fill_level();
+      const xsk::StarvationVerdict verdict = starvation_.evaluate(sample);
+      if (verdict.starving) {
+        spdlog::warn("uplink {}: preferred busy polling starves RX ({}); falling back to "
+                     "non-preferred busy polling",
+                     name(), verdict.reason);
+        apply_napi_busy_poll(/*prefer=*/false);
+        set_reason("fell back from preferred busy polling: " + verdict.reason);
+        starvation_.reset();
+      }
+    }
+  }
+  return n;
+}
+
+unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
+  std::uint32_t idx = 0;
+  const std::uint32_t got = socket_->rx_peek(options_.tunables.rx_burst, idx);
+  std::uint32_t done = 0;
+  for (; done < got; ++done) {
+    const xdp_desc& d = socket_->rx_desc(idx + done);
+    Span span{umem_->data(d.addr), d.len};
+    Frame frame;
+    frame.spans = &span;
+    frame.span_count = 1;
+    frame.len = d.len;
+    if (!load_ethernet_header(frame)) {
+      counters().drop(DropReason::kMalformed);
+    } else {
+      if (!forwarder.forward(*this, frame)) break;  // destination full: keep the rest
+      counters().rx_packets.add();
+      counters().rx_bytes.add(d.len);
+    }
+    umem_->frames().free(d.addr);
+  }
+  if (done != 0) socket_->rx_release(done);
+  return done;
+}
+
+unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {
+  if (!flood_) return 0;
+  for (unsigned i = 0; i < kFloodBatch; ++i)
+    flood_frames_[i] = xsk::FloodFrame{flood_buffers_.data() + i * kFloodFrameBytes,
+                                       kFloodFrameBytes, 0, false};
+  const int got = flood_->recv_batch(flood_frames_.data(), kFloodBatch);
+  if (got <= 0) return 0;
+  for (int i = 0; i < got; ++i) {
+    const xsk::FloodFrame& f = flood_frames_[static_cast<std::size_t>(i)];
+    if (f.truncated) {
+      counters().drop(DropReason::kOversize);
+      continue;
+    }
+    Span span{f.data, f.len};
+    Frame frame;
+    frame.spans = &span;
+    frame.span_count = 1;
+    frame.len = f.len;
+    if (!load_ethernet_header(frame)) {
+      counters().drop(DropReason::kMalformed);
+      continue;
+    }
+    forwarder.forward(*this, frame);  // multicast: flooded, never held back
+    counters().rx_packets.add();
+    counters().rx_bytes.add(f.len);
+    status_.flood_rx.add();
+  }
+  return static_cast<unsigned>(got);
+}
+
+// ---- guests -> NIC ---------------------------------------------------------------
+
+bool UplinkQueuePort::can_accept() const noexcept {
+  if (!socket_ || !link_up_) return true;  // deliver() counts the drop
+  // Seed 003: a bounded number of frames between TX and completion.
+  if (umem_->tx_in_flight() + tx_reserved_ >= options_.tunables.tx_inflight_max) return false;
+  return umem_->frames().available() != 0;
+}
+
+void UplinkQueuePort::deliver(const Frame& frame) {
+  if (!socket_ || !link_up_) {
+    counters().drop(DropReason::kUplinkDown);
+    return;
+  }
+  if (frame.len > options_.max_frame || frame.len > umem_->config().frame_size) {
+    counters().drop(DropReason::kOversize);
+    return;
+  }
+  if (!can_accept()) {
+    counters().drop(DropReason::kUplinkTxFull);
+    return;
+  }
+  std::uint32_t idx = 0;
+  if (socket_->tx_reserve(1, idx) != 1) {
+    counters().drop(DropReason::kUplinkTxFull);
+    return;
+  }
+  const std::uint64_t addr = umem_->frames().alloc();
+  std::uint8_t* data = umem_->data(addr);
+  gather(frame, 0, data, frame.len);
+  if (frame.needs_csum) {
+    // The guest left the L4 checksum to the "NIC": finish it on the copy.
+    Span span{data, frame.len};
+    Frame copy = frame;
+    copy.spans = &span;
+    copy.span_count = 1;
+    std::uint16_t value = 0;
+    if (complete_checksum(copy, value))
+      std::memcpy(data + frame.csum_start + frame.csum_offset, &value, sizeof value);
+  }
+  xdp_desc& d = socket_->tx_desc(idx);
+  d.addr = addr;
+  d.len = frame.len;
+  d.options = 0;
+  ++tx_reserved_;
+  counters().tx_packets.add();
+  counters().tx_bytes.add(frame.len);
+  // Keep the kernel busy within a long burst, too.
+  if (tx_reserved_ >= options_.tunables.tx_burst) {
+    socket_->tx_submit(tx_reserved_);
+    tx_reserved_ = 0;
+    kick_tx();
+  }
+}
+
+void UplinkQueuePort::kick_tx() noexcept {
+  // Seed 004: only when the kernel needs it (need_wakeup, or copy mode with
+  // descriptors pending: the kernel only sends inside sendto).
+  if (!socket_->tx_kick_needed()) return;
+  status_.tx_kicks.add();
+  switch (socket_->kick_tx()) {
+    case xsk::WakeupResult::kOk:
+    case xsk::WakeupResult::kBusy:
+      break;
+    case xsk::WakeupResult::kAgain:
+    case xsk::WakeupResult::kNoBuffers:
+      status_.tx_kicks_again.add();  // descriptors stay on the ring: kicked again next round
+      break;
+    case xsk::WakeupResult::kNetDown:
+      link_up_ = false;  // the link monitor reports it; frames now count as uplink_down
+      status_.link_up.store(false);
+      break;
+    case xsk::WakeupResult::kError:
+      break;
+  }
+  umem_->reclaim_completions(umem_->config().comp_size);
+}
+
+void UplinkQueuePort::end_burst() {
+  if (!socket_) return;
+  if (tx_reserved_ != 0) {
+    socket_->tx_submit(tx_reserved_);
+    tx_reserved_ = 0;
+  }
+  kick_tx();
+}
+
+bool UplinkQueuePort::prepare_sleep() {
+  if (!socket_) return false;
+  // In copy mode descriptors left on the TX ring are sent only by another
+  // sendto(): don't sleep on them. Frames on the RX ring are work too.
+  return (link_up_ && socket_->tx_pending() != 0) || socket_->rx_pending() != 0;
+}
+
+void UplinkQueuePort::wait_fds(std::vector<WaitFd>& out, bool&) {
+  if (socket_) out.push_back(WaitFd{socket_->fd(), EPOLLIN, false, this});
+  if (flood_) out.push_back(WaitFd{flood_->fd(), EPOLLIN, false, this});
+}
+
+void UplinkQueuePort::refresh_statistics() noexcept {
+  xsk::XskStatistics s;
+  if (socket_->read_statistics(s) != 0) return;
+  stats_last_ = s;
+  // Kernel counters are per socket: a rebound socket starts from zero, so
+  // ours add what is new since the last read and never go backwards.
+  auto set = [](Counter& c, std::uint64_t v) {
+    if (v > c.get()) c.add(v - c.get());
+  };
+  const xsk::XskStatistics& b = stats_base_;
+  set(status_.rx_dropped, b.rx_dropped + s.rx_dropped);
+  set(status_.rx_invalid_descs, b.rx_invalid_descs + s.rx_invalid_descs);
+  set(status_.tx_invalid_descs, b.tx_invalid_descs + s.tx_invalid_descs);
+  set(status_.rx_ring_full, b.rx_ring_full + s.rx_ring_full);
+  set(status_.rx_fill_ring_empty_descs, b.rx_fill_ring_empty_descs + s.rx_fill_ring_empty_descs);
+  set(status_.tx_ring_empty_descs, b.tx_ring_empty_descs + s.tx_ring_empty_descs);
+}
+
+void UplinkQueuePort::housekeeping() {
+  if (!socket_) return;
+  refresh_statistics();
+  if (flood_) {
+    xsk::FloodSocket::Stats s;
+    if (flood_->read_and_reset_stats(s) == 0 && s.dropped != 0) status_.flood_dropped.add(s.dropped);
+  }
+  if (options_.tunables.napi_busy_poll && !napi_active_ && status_.napi_id.load() == 0) {
+    std::uint32_t napi = 0;
+    if (xsk::read_napi_id(socket_->fd(), napi) == 0 && napi != 0) apply_napi_busy_poll(/*prefer=*/true);
+  }
+}
+
+}  // namespace xdpvhost::dataplane

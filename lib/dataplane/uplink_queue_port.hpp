@@ -1,0 +1,125 @@
+#pragma once
+// One queue of an uplink NIC as a switch port: an AF_XDP socket and its
+// UMEM, plus (on the queue that carries it) the packet socket through which
+// broadcast and multicast frames the kernel also keeps reach the guests.
+// Owned by one service thread; the uplink controller (control thread) hands
+// sockets in and takes them out with commands.
+//
+// NIC -> guests: RX ring -> forward (copy into the guest) -> frame back to
+//   the pool -> fill ring kept full; every burst.
+// guests -> NIC: frame copied into a UMEM frame (NEEDS_CSUM completed) ->
+//   TX ring; submitted once per burst; sendto() only when the kernel needs it
+//   (need_wakeup, or in copy mode while descriptors are pending: seed 004);
+//   completions drained every burst; at most tx_inflight_max frames between
+//   TX and completion, beyond which senders are told to wait (seed 003).
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dataplane/port.hpp"
+#include "dataplane/tunables.hpp"
+#include "xsk/busy_poll.hpp"
+#include "xsk/flood_socket.hpp"
+#include "xsk/starvation_detector.hpp"
+#include "xsk/umem.hpp"
+#include "xsk/xsk_socket.hpp"
+
+namespace xdpvhost::dataplane {
+
+// What the control side and the metrics see of one uplink queue.
+struct UplinkQueueStatus {
+  std::atomic<bool> bound{false};
+  std::atomic<bool> zero_copy{false};
+  std::atomic<bool> link_up{false};
+  std::atomic<std::uint32_t> napi_id{0};
+  std::atomic<bool> napi_busy_poll_requested{false};
+  std::atomic<bool> napi_busy_poll_active{false};
+  // XDP_STATISTICS, refreshed by housekeeping (~10 Hz) and at unbind.
+  Counter rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full, rx_fill_ring_empty_descs,
+      tx_ring_empty_descs;
+  Counter tx_kicks;          // sendto() calls
+  Counter tx_kicks_again;    // sendto() answered EAGAIN (copy-mode batch budget used up)
+  Counter napi_polls;        // recvfrom() driving NAPI while the rings were empty
+  Counter flood_rx;          // broadcast/multicast copies from the packet socket
+  Counter flood_dropped;     // lost in the packet socket's buffer
+};
+
+class UplinkQueuePort final : public Port {
+ public:
+  struct Options {
+    std::uint32_t queue = 0;
+    std::uint32_t max_frame = 1518;  // longest frame sent to the NIC
+    Tunables tunables;
+  };
+
+  UplinkQueuePort(std::uint32_t id, std::string name, std::uint32_t uplink, Options options);
+  ~UplinkQueuePort() override;
+
+  // ---- commands (owning thread) ----
+  void bind(std::unique_ptr<xsk::Umem> umem, std::unique_ptr<xsk::XskSocket> socket);
+  // Drops the socket (and UMEM); frames in flight are lost with it.
+  void unbind();
+  void set_flood_socket(std::unique_ptr<xsk::FloodSocket> flood);
+  void set_link_up(bool up) noexcept;
+  void set_max_frame(std::uint32_t bytes) noexcept { options_.max_frame = bytes; }
+  void set_tunables(const Tunables& t);
+  // Frames the XDP program steered to this queue so far (the controller
+  // reads the program's counters); input of the starvation detector.
+  void set_offered(std::uint64_t frames) noexcept { offered_.store(frames, std::memory_order_relaxed); }
+
+  // ---- any thread ----
+  std::uint32_t queue() const noexcept { return options_.queue; }
+  const UplinkQueueStatus& status() const noexcept { return status_; }
+  // Why NAPI busy polling is (in)active; written by commands, read by control.
+  std::string napi_busy_poll_reason() const;
+
+  // ---- Port ----
+  unsigned poll(Forwarder& forwarder) override;
+  void deliver(const Frame& frame) override;
+  bool can_accept() const noexcept override;
+  void end_burst() override;
+  bool prepare_sleep() override;
+  void after_wake() override {}
+  void wait_fds(std::vector<WaitFd>& out, bool& needs_timer) override;
+  bool wants_housekeeping() const noexcept override { return socket_ != nullptr; }
+  void housekeeping() override;
+
+ private:
+  unsigned poll_rx(Forwarder& forwarder);
+  unsigned poll_flood(Forwarder& forwarder);
+  void kick_tx() noexcept;
+  void apply_napi_busy_poll(bool prefer);
+  void refresh_statistics() noexcept;
+  void set_reason(std::string reason);
+
+  Options options_;
+  std::unique_ptr<xsk::Umem> umem_;
+  std::unique_ptr<xsk::XskSocket> socket_;
+  std::unique_ptr<xsk::FloodSocket> flood_;
+  bool link_up_ = false;
+  std::uint32_t tx_reserved_ = 0;  // descriptors written but not submitted
+  bool tx_needs_kick_ = false;
+
+  // Seed 002: busy polling the NIC's NAPI context.
+  bool napi_active_ = false;
+  bool napi_prefer_ = false;
+  xsk::StarvationDetector starvation_;
+  std::atomic<std::uint64_t> offered_{0};
+  // XDP_STATISTICS of sockets bound before the current one (kernel counters
+  // are per socket), and the last read of the current one.
+  xsk::XskStatistics stats_base_;
+  xsk::XskStatistics stats_last_;
+
+  UplinkQueueStatus status_;
+  mutable std::mutex reason_mutex_;  // control path only: set by commands, read by reports
+  std::string reason_ = "not requested";
+
+  std::vector<std::uint8_t> flood_buffers_;
+  std::vector<xsk::FloodFrame> flood_frames_;
+};
+
+}  // namespace xdpvhost::dataplane
