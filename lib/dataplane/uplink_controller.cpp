@@ -240,10 +240,7 @@ void UplinkController::on_link_events() {
       continue;
     }
     if (ev.up && link_ != LinkState::kUp) {
-      spdlog::info("uplink {}: {} is up; binding fresh sockets", config_.name, config_.interface);
-      unbind_queues();
-      std::string why;
-      if (!bind_queues(why)) spdlog::warn("uplink {}: {}", config_.name, why);
+      spdlog::info("uplink {}: {} is up", config_.name, config_.interface);
       set_link_up(true);
     } else if (!ev.up && link_ == LinkState::kUp) {
       spdlog::warn("uplink {}: {} is down", config_.name, config_.interface);
