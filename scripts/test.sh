@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs what is needed, builds, and runs every test suite. This is what CI
+# runs (.ci/run). Needs root: the suites create network namespaces, veth
+# pairs, XDP programs and QEMU guests of their own (and remove them).
+#
+#   release tree (build/):    every label: unit, integration, dpdk, guest,
+#                             e2e, bench (smoke)
+#   sanitizer tree (build-asan/): the unit tests under ASan + UBSan
+#
+# Usage: scripts/test.sh [ctest arguments for the release tree, e.g. -L unit]
+set -u
+cd "$(dirname "$0")/.."
+./scripts/bootstrap.sh || exit 1
+./scripts/build.sh release || exit 1
+./scripts/build.sh asan || exit 1
+
+LOG=build/test-logs
+mkdir -p "$LOG"
+status=0
+ctest --test-dir build --output-on-failure --timeout 1200 -j2 "$@" 2>&1 | tee "$LOG/release.txt" || status=1
+ctest --test-dir build-asan --output-on-failure --timeout 600 -j2 -L unit 2>&1 | tee "$LOG/asan.txt" || status=1
+
+# One line last, for humans and CI: totals over both trees.
+summary() { sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$1" | tail -1; }
+set -- $(summary "$LOG/release.txt") $(summary "$LOG/asan.txt")
+failed=$(( ${1:-1} + ${3:-1} ))
+total=$(( ${2:-0} + ${4:-0} ))
+echo "release: ${2:-0} tests, ${1:-?} failed; asan: ${4:-0} tests, ${3:-?} failed"
+echo "$(( total - failed )) passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$total" -gt 0 ] && [ "$status" -eq 0 ]
