@@ -16,6 +16,7 @@
 #include "control_server.hpp"
 #include "daemon.hpp"
 #include "log_level.hpp"
+#include "metrics_service.hpp"
 #include "rpc_dispatcher.hpp"
 
 
@@ -24,10 +25,13 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::string log_level;
   bool check_only = false;
+  bool check_replies = false;
   app.add_option("-c,--config", config_path, "JSON config file (schema: proto/config.schema.json)")
       ->required();
   app.add_option("--log-level", log_level, "override the config's log level");
   app.add_flag("--check", check_only, "validate the config and exit");
+  app.add_flag("--check-replies", check_replies,
+               "validate every control reply against its proto/ schema (tests)");
   app.set_version_flag("--version", std::string(XDPVHOST_VERSION));
   CLI11_PARSE(app, argc, argv);
 
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
   xdpvhost::daemon::RpcDispatcher dispatcher(xdpvhost::daemon::SchemaRegistry::embedded());
   xdpvhost::daemon::ControlApi api(daemon);
   api.register_methods(dispatcher);
+  dispatcher.set_check_results(check_replies);
   const auto& control = daemon.config().control;
   xdpvhost::daemon::ControlServer::Options control_options;
   control_options.path = control.socket;
@@ -91,10 +96,20 @@ int main(int argc, char** argv) {
   }
   spdlog::info("control socket {}", control.socket);
 
+  xdpvhost::daemon::metrics::MetricsService metrics(io, daemon);
+  if (std::string error; !metrics.start(daemon.config().metrics.listen, error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
+
+  // Stop taking work (control and metrics listeners first), then close every
+  // port: stopping a ring publishes its pending used entries and signals the
+  // guest; the vhost-user socket files are removed.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int signal) {
     spdlog::info("signal {}: shutting down", signal);
     server.stop();
+    metrics.stop();
     daemon.shutdown();
     io.stop();
   });

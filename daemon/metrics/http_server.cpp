@@ -1,0 +1,240 @@
+#include "http_server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/write.hpp>
+
+namespace xdpvhost::daemon::metrics {
+
+using boost::asio::ip::tcp;
+
+namespace {
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+  }
+  return "Unknown";
+}
+
+HttpResponse error_response(int status, const std::string& why) {
+  HttpResponse r;
+  r.status = status;
+  r.body = why + "\n";
+  return r;
+}
+
+}  // namespace
+
+std::string http_response_head(const HttpResponse& response, bool keep_alive) {
+  std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " +
+                     reason_phrase(response.status) + "\r\n";
+  head += "Content-Type: " + response.content_type + "\r\n";
+  head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
+  for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
+  head += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  head += "\r\n";
+  return head;
+}
+
+class HttpServer::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(HttpServer& server, tcp::socket socket)
+      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+
+  void start() {
+    timer_.expires_after(server_.options_.request_timeout);
+    watch_deadline();
+    read();
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+ private:
+  void watch_deadline() {
+    auto self = shared_from_this();
+    timer_.async_wait([this, self](const boost::system::error_code&) {
+      if (closed_) return;
+      if (timer_.expiry() <= std::chrono::steady_clock::now()) {
+        server_.close(self);
+        return;
+      }
+      watch_deadline();
+    });
+  }
+
+  void read() {
+    auto self = shared_from_this();
+    socket_.async_read_some(boost::asio::buffer(chunk_),
+                            [this, self](const boost::system::error_code& ec, std::size_t n) {
+                              if (closed_) return;
+                              if (ec) {
+                                server_.close(self);
+                                return;
+                              }
+                              if (buffer_.empty()) timer_.expires_after(server_.options_.request_timeout);
+                              buffer_.append(chunk_.data(), n);
+                              next();
+                            });
+  }
+
+  // Answers the next request in buffer_, or reads more.
+  void next() {
+    HttpRequest request;
+    const HttpParse parse = parse_http_request(buffer_, server_.options_.max_head_bytes, request);
+    if (parse.status == HttpParse::Status::kIncomplete) {
+      read();
+      return;
+    }
+    if (parse.status == HttpParse::Status::kBad) {
+      buffer_.clear();
+      respond(error_response(parse.error_status, parse.error), false, false);
+      return;
+    }
+    buffer_.erase(0, parse.consumed);
+    HttpResponse response;
+    if (request.method != "GET" && request.method != "HEAD") {
+      response = error_response(405, "only GET and HEAD");
+      response.headers.emplace_back("Allow", "GET, HEAD");
+    } else {
+      response = server_.handler_(request);
+    }
+    respond(std::move(response), request.keep_alive, request.method == "HEAD");
+  }
+
+  void respond(HttpResponse response, bool keep_alive, bool head_only) {
+    head_ = http_response_head(response, keep_alive);
+    body_ = head_only ? std::string() : std::move(response.body);
+    timer_.expires_after(server_.options_.request_timeout);
+    auto self = shared_from_this();
+    std::array<boost::asio::const_buffer, 2> buffers{boost::asio::buffer(head_),
+                                                     boost::asio::buffer(body_)};
+    boost::asio::async_write(socket_, buffers,
+                             [this, self, keep_alive](const boost::system::error_code& ec,
+                                                      std::size_t) {
+                               if (closed_) return;
+                               if (ec || !keep_alive) {
+                                 server_.close(self);
+                                 return;
+                               }
+                               timer_.expires_after(buffer_.empty()
+                                                        ? server_.options_.idle_timeout
+                                                        : server_.options_.request_timeout);
+                               next();
+                             });
+  }
+
+  HttpServer& server_;
+  tcp::socket socket_;
+  boost::asio::steady_timer timer_;
+  std::array<char, 4096> chunk_{};
+  std::string buffer_;
+  std::string head_, body_;
+  bool closed_ = false;
+};
+
+HttpServer::HttpServer(boost::asio::io_context& io, Options options, Handler handler)
+    : io_(io), options_(std::move(options)), handler_(std::move(handler)), retry_(io) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+bool HttpServer::start(std::string& error) {
+  boost::system::error_code ec;
+  tcp::resolver resolver(io_);
+  auto results = resolver.resolve(options_.host, std::to_string(options_.port),
+                                  tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    error = "metrics listener: cannot resolve " + options_.host + ": " + ec.message();
+    return false;
+  }
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+  acceptor_.emplace(io_);
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec && endpoint.address().is_v6()) acceptor_->set_option(boost::asio::ip::v6_only(true), ec);
+  if (!ec) acceptor_->bind(endpoint, ec);
+  if (!ec) acceptor_->listen(boost::asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    error = "metrics listener " + options_.host + ":" + std::to_string(options_.port) + ": " +
+            ec.message();
+    acceptor_.reset();
+    return false;
+  }
+  accept();
+  return true;
+}
+
+void HttpServer::stop() {
+  retry_.cancel();
+  if (acceptor_) {
+    boost::system::error_code ignored;
+    acceptor_->close(ignored);
+    acceptor_.reset();
+  }
+  for (const auto& s : sessions_) s->close();
+  sessions_.clear();
+}
+
+std::uint16_t HttpServer::bound_port() const {
+  if (!acceptor_) return 0;
+  boost::system::error_code ec;
+  const auto endpoint = acceptor_->local_endpoint(ec);
+  return ec ? 0 : endpoint.port();
+}
+
+void HttpServer::accept() {
+  acceptor_->async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+    if (ec == boost::asio::error::operation_aborted || !acceptor_) return;
+    if (!ec) {
+      if (sessions_.size() >= options_.max_connections) {
+        // Best effort, never blocking: the client learns why and is closed.
+        static const std::string busy =
+            http_response_head(error_response(503, "too many connections"), false) +
+            "too many connections\n";
+        boost::system::error_code ignored;
+        socket.non_blocking(true, ignored);
+        socket.send(boost::asio::buffer(busy), 0, ignored);
+        socket.close(ignored);
+      } else {
+        auto session = std::make_shared<Session>(*this, std::move(socket));
+        sessions_.insert(session);
+        session->start();
+      }
+    } else {
+      // Out of fds, typically: try again a little later rather than spin.
+      spdlog::debug("metrics listener: accept failed: {}", ec.message());
+      retry_.expires_after(std::chrono::milliseconds(100));
+      retry_.async_wait([this](const boost::system::error_code& wait_error) {
+        if (!wait_error && acceptor_) accept();
+      });
+      return;
+    }
+    accept();
+  });
+}
+
+void HttpServer::close(const std::shared_ptr<Session>& session) {
+  session->close();
+  sessions_.erase(session);
+}
+
+}  // namespace xdpvhost::daemon::metrics

@@ -1,0 +1,77 @@
+#pragma once
+// A small HTTP/1.1 server on the control thread's io_context, enough for a
+// Prometheus scrape and a readiness probe: GET and HEAD, no request bodies,
+// keep-alive and pipelined requests answered in order. Every connection is
+// served asynchronously on its own, so a slow or stalled client delays
+// nobody else; it is closed when its request head is not complete within
+// request_timeout, when it stays idle between requests for idle_timeout,
+// or when a reply cannot be written within request_timeout. Request heads
+// are limited to max_head_bytes (431), connections to max_connections (503).
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "http_request.hpp"
+
+namespace xdpvhost::daemon::metrics {
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra header fields
+};
+
+// "HTTP/1.1 200 OK\r\n...\r\n\r\n" for `response` (body not included).
+std::string http_response_head(const HttpResponse& response, bool keep_alive);
+
+class HttpServer {
+ public:
+  struct Options {
+    std::string host;
+    std::uint16_t port = 0;  // 0: any free port (tests)
+    std::size_t max_connections = 32;
+    std::size_t max_head_bytes = 8192;
+    std::chrono::milliseconds request_timeout{10000};
+    std::chrono::milliseconds idle_timeout{30000};
+  };
+  // Answers a complete, well-formed request (GET or HEAD: the server drops
+  // the body for HEAD itself).
+  using Handler = std::function<HttpResponse(const HttpRequest&)>;
+
+  HttpServer(boost::asio::io_context& io, Options options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Resolves the host, binds (IPv6 addresses v6-only), listens.
+  bool start(std::string& error);
+  // Closes the listener and every connection.
+  void stop();
+
+  std::uint16_t bound_port() const;
+  std::size_t connections() const noexcept { return sessions_.size(); }
+
+ private:
+  class Session;
+  void accept();
+  void close(const std::shared_ptr<Session>& session);
+
+  boost::asio::io_context& io_;
+  Options options_;
+  Handler handler_;
+  boost::asio::steady_timer retry_;
+  std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::set<std::shared_ptr<Session>> sessions_;
+};
+
+}  // namespace xdpvhost::daemon::metrics

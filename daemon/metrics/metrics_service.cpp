@@ -1,0 +1,68 @@
+#include "metrics_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "daemon_metrics.hpp"
+#include "health_check.hpp"
+#include "listen_address.hpp"
+
+namespace xdpvhost::daemon::metrics {
+
+MetricsService::MetricsService(boost::asio::io_context& io, Daemon& daemon)
+    : io_(io), daemon_(daemon) {}
+
+MetricsService::~MetricsService() { stop(); }
+
+bool MetricsService::start(const std::string& listen, std::string& error) {
+  if (listen.empty()) return true;
+  auto address = parse_listen_address(listen, error);
+  if (!address) {
+    error = "metrics.listen: " + error;
+    return false;
+  }
+  HttpServer::Options options;
+  options.host = address->host;
+  options.port = address->port;
+  auto server = std::make_unique<HttpServer>(
+      io_, options, [this](const HttpRequest& request) { return handle(request); });
+  if (!server->start(error)) return false;
+  server_ = std::move(server);
+  spdlog::info("metrics on http://{}/metrics", listen);
+  return true;
+}
+
+void MetricsService::stop() {
+  if (server_) server_->stop();
+  server_.reset();
+}
+
+std::string MetricsService::render() {
+  PrometheusText out;
+  write_build_metrics(out, daemon_);
+  write_port_metrics(out, daemon_);
+  write_thread_metrics(out, daemon_);
+  write_uplink_metrics(out, uplinks_ ? uplinks_() : std::vector<UplinkMetrics>{});
+  return out.take();
+}
+
+HttpResponse MetricsService::handle(const HttpRequest& request) {
+  HttpResponse r;
+  if (request.path == "/metrics") {
+    r.content_type = kPrometheusContentType;
+    r.body = render();
+  } else if (request.path == "/healthz") {
+    const Health health = check_health(daemon_);
+    if (health.ok()) {
+      r.body = "ok\n";
+    } else {
+      r.status = 503;
+      for (const auto& p : health.problems) r.body += p + "\n";
+    }
+  } else {
+    r.status = 404;
+    r.body = "not found: try /metrics or /healthz\n";
+  }
+  return r;
+}
+
+}  // namespace xdpvhost::daemon::metrics

@@ -1,0 +1,48 @@
+#pragma once
+// The metrics listener (config metrics.listen): GET /metrics answers the
+// Prometheus text format (0.0.4) with every xdpvhost_* metric, GET /healthz
+// 200 "ok" while the daemon is healthy (health_check.hpp) and 503 with the
+// problems otherwise, anything else 404. Runs on the control thread's
+// io_context, so a scrape reads the daemon's state without locks; the
+// datapath counters it reads are relaxed atomics.
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+
+#include "daemon.hpp"
+#include "http_server.hpp"
+#include "uplink_metrics.hpp"
+
+namespace xdpvhost::daemon::metrics {
+
+inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+class MetricsService {
+ public:
+  MetricsService(boost::asio::io_context& io, Daemon& daemon);
+  ~MetricsService();
+  MetricsService(const MetricsService&) = delete;
+  MetricsService& operator=(const MetricsService&) = delete;
+
+  // Where the uplink metrics come from; without a source none are written.
+  void set_uplink_source(UplinkMetricsSource source) { uplinks_ = std::move(source); }
+
+  // Listens on `listen` ("host:port", "[v6]:port"); "" leaves it off.
+  bool start(const std::string& listen, std::string& error);
+  void stop();
+  bool listening() const noexcept { return server_ != nullptr; }
+  std::uint16_t port() const { return server_ ? server_->bound_port() : 0; }
+
+  // The /metrics body.
+  std::string render();
+  HttpResponse handle(const HttpRequest& request);
+
+ private:
+  boost::asio::io_context& io_;
+  Daemon& daemon_;
+  UplinkMetricsSource uplinks_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+}  // namespace xdpvhost::daemon::metrics

@@ -1,0 +1,128 @@
+#include "uplink_metrics.hpp"
+
+#include "dataplane/drop_reason.hpp"
+
+namespace xdpvhost::daemon::metrics {
+
+namespace {
+
+using Q = UplinkQueueMetrics;
+
+// One counter family with a sample per uplink queue.
+void per_queue(PrometheusText& out, const std::vector<UplinkMetrics>& uplinks, const char* name,
+               const char* help, std::uint64_t Q::*field) {
+  out.family(name, MetricType::kCounter, help);
+  for (const auto& u : uplinks)
+    for (const auto& q : u.queues) {
+      const std::string queue = std::to_string(q.queue);
+      out.sample(name, {{"uplink", u.name}, {"queue", queue}}, q.*field);
+    }
+}
+
+}  // namespace
+
+void write_uplink_metrics(PrometheusText& out, const std::vector<UplinkMetrics>& uplinks) {
+  out.family("xdpvhost_uplink_info", MetricType::kGauge,
+             "Configured uplinks: interface and configured AF_XDP bind mode (value 1).");
+  for (const auto& u : uplinks)
+    out.sample("xdpvhost_uplink_info",
+               {{"uplink", u.name}, {"interface", u.interface}, {"bind", u.bind}},
+               std::uint64_t{1});
+
+  out.family("xdpvhost_uplink_link_state", MetricType::kGauge,
+             "Operational state of the uplink's interface: 1 for the current state.");
+  for (const auto& u : uplinks)
+    for (const char* state : {"up", "down", "absent"})
+      out.sample("xdpvhost_uplink_link_state", {{"uplink", u.name}, {"state", state}},
+                 std::uint64_t{u.link == state ? 1u : 0u});
+
+  out.family("xdpvhost_uplink_queue_info", MetricType::kGauge,
+             "Uplink queues: bind mode in use (zerocopy, copy, unbound), NAPI id and service "
+             "thread (value 1).");
+  for (const auto& u : uplinks)
+    for (const auto& q : u.queues) {
+      const std::string queue = std::to_string(q.queue), napi = std::to_string(q.napi_id),
+                        thread = std::to_string(q.thread);
+      out.sample("xdpvhost_uplink_queue_info",
+                 {{"uplink", u.name},
+                  {"queue", queue},
+                  {"bind_mode", q.bind_mode},
+                  {"napi_id", napi},
+                  {"thread", thread}},
+                 std::uint64_t{1});
+    }
+
+  out.family("xdpvhost_uplink_queue_napi_busy_poll_active", MetricType::kGauge,
+             "1 while the service thread drives the queue's NAPI context by busy polling.");
+  for (const auto& u : uplinks)
+    for (const auto& q : u.queues) {
+      const std::string queue = std::to_string(q.queue);
+      out.sample("xdpvhost_uplink_queue_napi_busy_poll_active",
+                 {{"uplink", u.name}, {"queue", queue}},
+                 std::uint64_t{q.napi_busy_poll_active ? 1u : 0u});
+    }
+
+  for (const auto& [name, help, rx, tx] :
+       {std::tuple{"xdpvhost_uplink_packets_total",
+                   "Frames per uplink queue: rx received from the NIC, tx sent to it.",
+                   &PortStatsSnapshot::rx_packets, &PortStatsSnapshot::tx_packets},
+        std::tuple{"xdpvhost_uplink_bytes_total",
+                   "Bytes per uplink queue: rx received from the NIC, tx sent to it.",
+                   &PortStatsSnapshot::rx_bytes, &PortStatsSnapshot::tx_bytes}}) {
+    out.family(name, MetricType::kCounter, help);
+    for (const auto& u : uplinks)
+      for (const auto& q : u.queues) {
+        const std::string queue = std::to_string(q.queue);
+        out.sample(name, {{"uplink", u.name}, {"queue", queue}, {"direction", "rx"}}, q.port.*rx);
+        out.sample(name, {{"uplink", u.name}, {"queue", queue}, {"direction", "tx"}}, q.port.*tx);
+      }
+  }
+
+  out.family("xdpvhost_uplink_drops_total", MetricType::kCounter,
+             "Frames dropped at an uplink queue, by reason.");
+  for (const auto& u : uplinks)
+    for (const auto& q : u.queues) {
+      const std::string queue = std::to_string(q.queue);
+      for (std::size_t r = 0; r < q.port.drops.size(); ++r)
+        out.sample("xdpvhost_uplink_drops_total",
+                   {{"uplink", u.name},
+                    {"queue", queue},
+                    {"reason", dataplane::to_string(static_cast<dataplane::DropReason>(r))}},
+                   q.port.drops[r]);
+    }
+
+  per_queue(out, uplinks, "xdpvhost_uplink_xsk_rx_dropped_total",
+            "XDP_STATISTICS rx_dropped: frames the kernel dropped for the AF_XDP socket (no room, "
+            "too large).",
+            &Q::rx_dropped);
+  per_queue(out, uplinks, "xdpvhost_uplink_xsk_rx_invalid_descs_total",
+            "XDP_STATISTICS rx_invalid_descs: invalid descriptors on the fill ring.",
+            &Q::rx_invalid_descs);
+  per_queue(out, uplinks, "xdpvhost_uplink_xsk_tx_invalid_descs_total",
+            "XDP_STATISTICS tx_invalid_descs: invalid descriptors on the TX ring.",
+            &Q::tx_invalid_descs);
+  per_queue(out, uplinks, "xdpvhost_uplink_xsk_rx_ring_full_total",
+            "XDP_STATISTICS rx_ring_full: frames dropped because the RX ring was full.",
+            &Q::rx_ring_full);
+  per_queue(out, uplinks, "xdpvhost_uplink_xsk_rx_fill_ring_empty_descs_total",
+            "XDP_STATISTICS rx_fill_ring_empty_descs: times the fill ring was empty.",
+            &Q::rx_fill_ring_empty_descs);
+  per_queue(out, uplinks, "xdpvhost_uplink_xsk_tx_ring_empty_descs_total",
+            "XDP_STATISTICS tx_ring_empty_descs: times the kernel found the TX ring empty.",
+            &Q::tx_ring_empty_descs);
+  per_queue(out, uplinks, "xdpvhost_uplink_flood_drops_total",
+            "Broadcast and multicast frames the uplink's flood path dropped.", &Q::flood_dropped);
+
+  out.family("xdpvhost_uplink_xdp_program_drops_total", MetricType::kCounter,
+             "Frames the XDP steering program dropped on the uplink's interface, by reason.");
+  for (const auto& u : uplinks) {
+    out.sample("xdpvhost_uplink_xdp_program_drops_total", {{"uplink", u.name}, {"reason", "oversize"}},
+               u.xdp_oversize);
+    out.sample("xdpvhost_uplink_xdp_program_drops_total",
+               {{"uplink", u.name}, {"reason", "redirect_failed"}}, u.xdp_redirect_failed);
+    out.sample("xdpvhost_uplink_xdp_program_drops_total", {{"uplink", u.name}, {"reason", "malformed"}},
+               u.xdp_malformed);
+  }
+}
+
+}  // namespace xdpvhost::daemon::metrics

@@ -1,0 +1,53 @@
+#pragma once
+// The uplink part of the metrics: what the exporter needs from each uplink,
+// as plain values, and how it is written. The daemon fills UplinkMetrics
+// from its uplink objects (their relaxed-atomic counters and the sockets'
+// XDP_STATISTICS) on the control thread, through an UplinkMetricsSource.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "prometheus_text.hpp"
+#include "stats_snapshot.hpp"
+
+namespace xdpvhost::daemon::metrics {
+
+struct UplinkQueueMetrics {
+  std::uint32_t queue = 0;       // NIC queue id
+  std::uint16_t thread = 0;      // service thread the queue's socket is on
+  std::string bind_mode;         // in use: zerocopy | copy | unbound
+  std::uint32_t napi_id = 0;     // SO_INCOMING_NAPI_ID, 0 while unknown
+  bool napi_busy_poll_active = false;
+  PortStatsSnapshot port;        // the queue port: rx/tx packets and bytes, drops by reason
+  // XDP_STATISTICS of the queue's AF_XDP socket, cumulative (not reset by a re-bind).
+  std::uint64_t rx_dropped = 0;
+  std::uint64_t rx_invalid_descs = 0;
+  std::uint64_t tx_invalid_descs = 0;
+  std::uint64_t rx_ring_full = 0;
+  std::uint64_t rx_fill_ring_empty_descs = 0;
+  std::uint64_t tx_ring_empty_descs = 0;
+  std::uint64_t flood_dropped = 0;  // broadcast/multicast frames the flood path dropped
+};
+
+struct UplinkMetrics {
+  std::string name;
+  std::string interface;
+  std::string bind;  // configured: auto | zerocopy | copy
+  std::string link;  // up | down | absent
+  std::vector<UplinkQueueMetrics> queues;
+  // Drops counted by the XDP steering program, cumulative over re-attachments.
+  std::uint64_t xdp_oversize = 0;
+  std::uint64_t xdp_redirect_failed = 0;
+  std::uint64_t xdp_malformed = 0;
+};
+
+// Called on the control thread at every scrape.
+using UplinkMetricsSource = std::function<std::vector<UplinkMetrics>()>;
+
+// Every xdpvhost_uplink_* family; families are written (with no samples)
+// even when there are no uplinks, so dashboards see them.
+void write_uplink_metrics(PrometheusText& out, const std::vector<UplinkMetrics>& uplinks);
+
+}  // namespace xdpvhost::daemon::metrics
