@@ -45,6 +45,10 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
       const std::size_t end = pending_.find('\n', start);
       if (end == std::string::npos) break;
       std::string_view line(pending_.data() + start, end - start);
+      if (line.size() > server_.options_.max_request_bytes) {
+        too_large();
+        return;
+      }
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (!line.empty()) {
         std::string reply = server_.handler_(line);
@@ -54,13 +58,23 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
     }
     pending_.erase(0, start);
     if (pending_.size() > server_.options_.max_request_bytes) {
-      // No newline within the limit: answer once and hang up.
-      pending_.clear();
-      closing_ = true;
-      send(server_.too_large_());
+      // No newline within the limit.
+      too_large();
       return;
     }
-    read();
+    // A client that does not read its replies is not read from either:
+    // reading resumes once they are written.
+    if (out_.empty())
+      read();
+    else
+      read_when_written_ = true;
+  }
+
+  // Answers once and hangs up: the framing cannot be trusted any more.
+  void too_large() {
+    pending_.clear();
+    closing_ = true;
+    send(server_.too_large_());
   }
 
   void send(std::string reply) {
@@ -78,10 +92,14 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
                                  return;
                                }
                                out_.pop_front();
-                               if (!out_.empty())
+                               if (!out_.empty()) {
                                  write();
-                               else if (closing_)
+                               } else if (closing_) {
                                  server_.close(self);
+                               } else if (read_when_written_) {
+                                 read_when_written_ = false;
+                                 read();
+                               }
                              });
   }
 
@@ -91,6 +109,7 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
   std::string pending_;
   std::deque<std::string> out_;
   bool closing_ = false;
+  bool read_when_written_ = false;
 };
 
 ControlServer::ControlServer(boost::asio::io_context& io, Options options, Handler handler,
