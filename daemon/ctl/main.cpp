@@ -1,6 +1,7 @@
 // xdpvhostctl: the command line client of xdpvhostd's control socket.
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.hpp"
@@ -113,10 +114,10 @@ int main(int argc, char** argv) {
   Scope stats_scope;
   scope_options(stats, stats_scope, "counters");
   WatchOptions watch;
-  stats->add_option("--watch", watch.interval_s,
+  std::string watch_seconds;
+  stats->add_option("--watch", watch_seconds,
                     "print again every SECONDS (default 1) with per-second rates, until Ctrl-C")
       ->expected(0, 1)
-      ->check(CLI::PositiveNumber)
       ->option_text("[SECONDS]");
   stats->add_option("--count", watch.count, "with --watch: stop after this many samples");
   Scope reset_scope;
@@ -126,6 +127,12 @@ int main(int argc, char** argv) {
   stats->callback([&] {
     if (stats_reset->parsed()) return;
     watch.enabled = stats->count("--watch") > 0;
+    if (!watch_seconds.empty()) {
+      char* end = nullptr;
+      watch.interval_s = std::strtod(watch_seconds.c_str(), &end);
+      if (end == watch_seconds.c_str() || *end != '\0' || !(watch.interval_s > 0))
+        throw CLI::ValidationError("--watch", "SECONDS must be a positive number");
+    }
     code = Commands(global).stats(stats_scope, watch);
   });
 
