@@ -1,0 +1,159 @@
+"""Lifecycle of xdpvhostd: SIGTERM and SIGINT while guests are connected and
+frames flow end it with exit code 0 within a second (a functional deadline),
+with every socket it created removed; ports, uplinks, tunables and the log
+level changed at run time survive a restart through state_file; the log
+level comes from the config, --log-level and log.set_level."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import unittest
+
+import ctltest
+from ctltest import ABSENT_IF, TRAFFIC_PAIR, connect, rpc
+
+MAC1, MAC2, MAC3 = "52:54:00:00:40:01", "52:54:00:00:40:02", "52:54:00:00:40:03"
+
+
+def start_traffic(sock_a, sock_b):
+    p = subprocess.Popen([TRAFFIC_PAIR, sock_a, MAC1, sock_b, MAC2], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline().strip()
+    if line != "ready":
+        p.kill()
+        raise RuntimeError(f"traffic_pair: {line} {p.stderr.read()}")
+    return p
+
+
+class Shutdown(unittest.TestCase):
+    def setUp(self):
+        self.dir = ctltest.workdir("lifecycle")
+        self.socks = [os.path.join(self.dir, f"vm{i}.sock") for i in (1, 2)]
+        self.daemon = ctltest.checked_daemon(self.dir, {
+            "ports": [{"name": "vm1", "socket": self.socks[0], "mac": MAC1},
+                      {"name": "vm2", "socket": self.socks[1], "mac": MAC2}],
+            "metrics": {"listen": f"127.0.0.1:{ctltest.METRICS_PORT + 10}"},
+        }).start()
+        self.traffic = None
+
+    def tearDown(self):
+        if self.traffic:
+            if self.traffic.poll() is None:
+                self.traffic.kill()
+            self.traffic.communicate()
+        self.daemon.kill()
+        self.daemon.log.close()
+
+    def stop_within_a_second(self, sig):
+        self.traffic = start_traffic(*self.socks)
+        time.sleep(0.5)  # frames flowing both ways
+        stats = self.daemon.call("stats.get")["ports"]
+        self.assertGreater(stats["vm1"]["rx_packets"], 0)
+        self.assertGreater(stats["vm2"]["rx_packets"], 0)
+        # A control client connected at the time does not hold the daemon up either.
+        idle = connect(self.daemon.control_path)
+        started = time.monotonic()
+        self.daemon.proc.send_signal(sig)
+        try:
+            code = self.daemon.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            self.fail(f"xdpvhostd still running 1 s after signal {sig}:\n{self.daemon.tail()}")
+        elapsed = time.monotonic() - started
+        idle.close()
+        self.assertEqual(code, 0, self.daemon.tail())
+        print(f"\nexit after signal {sig}: {elapsed * 1000:.0f} ms")
+        for path in self.socks + [self.daemon.control_path]:
+            self.assertFalse(os.path.exists(path), f"{path} left behind")
+        with self.assertRaises(OSError):
+            socket.create_connection(("127.0.0.1", ctltest.METRICS_PORT + 10), timeout=2)
+        log = self.daemon.tail(400)
+        self.assertIn("shutting down", log)
+        self.assertIn("xdpvhostd stopped", log)
+
+    def test_sigterm_with_traffic(self):
+        self.stop_within_a_second(signal.SIGTERM)
+
+    def test_sigint_with_traffic(self):
+        self.stop_within_a_second(signal.SIGINT)
+
+
+class StateFile(unittest.TestCase):
+    def test_run_time_changes_survive_a_restart(self):
+        d = ctltest.workdir("statefile")
+        state = os.path.join(d, "state", "xdpvhostd.state.json")
+        os.makedirs(os.path.dirname(state))
+        sock = lambda n: os.path.join(d, f"{n}.sock")  # noqa: E731
+        config = {"ports": [{"name": "vm1", "socket": sock("vm1"), "mac": MAC1}],
+                  "state_file": state}
+        daemon = ctltest.checked_daemon(d, config).start()
+        try:
+            daemon.call("port.add", name="vm2", socket=sock("vm2"), mac=MAC2, mode="client")
+            daemon.call("port.add", name="vm3", socket=sock("vm3"), mac=MAC3, mtu=9000,
+                        tunables={"rx_burst": 16})
+            daemon.call("uplink.add", name="up0", interface=ABSENT_IF, queues=[0, 1])
+            daemon.call("port.remove", name="vm1")
+            daemon.call("tunables.set", busy_poll_us=7)
+            daemon.call("tunables.set", port="vm2", signal_batch=4)
+            daemon.call("log.set_level", level="debug")
+            expected = daemon.call("config.get")
+            # Written atomically: the file is the effective config, no temporaries left.
+            with open(state) as f:
+                self.assertEqual(json.load(f), expected)
+            self.assertEqual(os.listdir(os.path.dirname(state)), ["xdpvhostd.state.json"])
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+        # Started again from the same (original) config file: the state wins.
+        daemon = ctltest.checked_daemon(d, config).start()
+        try:
+            self.assertEqual(daemon.call("config.get"), expected)
+            ports = {p["name"]: p for p in daemon.call("port.list")}
+            self.assertEqual(sorted(ports), ["vm2", "vm3"])
+            self.assertEqual(ports["vm3"]["mtu"], 9000)
+            self.assertEqual(daemon.call("tunables.get", port="vm3")["overrides"], {"rx_burst": 16})
+            self.assertEqual(daemon.call("tunables.get", port="vm2")["tunables"]["signal_batch"], 4)
+            self.assertEqual(daemon.call("tunables.get")["tunables"]["busy_poll_us"], 7)
+            self.assertEqual([u["name"] for u in daemon.call("uplink.list")], ["up0"])
+            self.assertFalse(os.path.exists(sock("vm1")))
+            # vm3 is served: a frontend can connect to its socket.
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sock("vm3"))
+            s.close()
+            self.assertIn("restored state from", daemon.tail(200))
+            daemon.call("log.set_level", level="info")
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+
+
+class LogLevel(unittest.TestCase):
+    def test_level_from_config_flag_and_control(self):
+        d = ctltest.workdir("loglevel")
+        config = {"ports": [{"name": "vm1", "socket": os.path.join(d, "vm1.sock"), "mac": MAC1}],
+                  "log": {"level": "warn"}}
+        daemon = ctltest.checked_daemon(d, config).start()
+        try:
+            self.assertNotIn("xdpvhostd running", daemon.tail(200))  # an info line
+            with connect(daemon.control_path) as s:
+                self.assertEqual(rpc(s, "log.set_level", {"level": "debug"})["result"],
+                                 {"level": "debug", "previous": "warn"})
+                rpc(s, "port.add", {"name": "vm2", "socket": os.path.join(d, "vm2.sock"),
+                                    "mac": MAC2})
+            ctltest.wait_until(lambda: "port vm2: server socket" in daemon.tail(200),
+                               what="info line after log.set_level debug")
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+        # --log-level overrides the config.
+        d2 = ctltest.workdir("loglevel2")
+        config["ports"][0]["socket"] = os.path.join(d2, "vm1.sock")
+        daemon = ctltest.checked_daemon(d2, config, extra_args=("--check-replies",
+                                                                "--log-level", "info")).start()
+        try:
+            self.assertIn("xdpvhostd running", daemon.tail(200))
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

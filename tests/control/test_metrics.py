@@ -1,0 +1,299 @@
+"""The metrics listener of a running xdpvhostd: /metrics parsed as the
+Prometheus text format by a strict parser (prom.py) with the families and
+conventions documented, counters that match the traffic two DPDK testpmd
+guests sent (compared with stats.get and with testpmd's own counts),
+/healthz readiness, HTTP behaviour (404, 405, HEAD, keep-alive, a stalled
+client), IPv6, and a listener that cannot be opened."""
+
+import http.client
+import os
+import socket
+import time
+import unittest
+
+import ctltest
+import prom
+from xvtest.testpmd import Testpmd
+
+MAC1, MAC2 = "52:54:00:00:50:01", "52:54:00:00:50:02"
+PORT = ctltest.METRICS_PORT + 1
+
+PORT_COUNTERS = {
+    "xdpvhost_port_kicks_total": "kicks",
+    "xdpvhost_port_interrupts_total": "interrupts",
+    "xdpvhost_port_interrupts_suppressed_total": "interrupts_suppressed",
+}
+FAMILIES = {
+    "xdpvhost_build_info": "gauge",
+    "xdpvhost_start_time_seconds": "gauge",
+    "xdpvhost_port_info": "gauge",
+    "xdpvhost_port_state": "gauge",
+    "xdpvhost_port_packets_total": "counter",
+    "xdpvhost_port_bytes_total": "counter",
+    "xdpvhost_port_drops_total": "counter",
+    "xdpvhost_port_kicks_total": "counter",
+    "xdpvhost_port_interrupts_total": "counter",
+    "xdpvhost_port_interrupts_suppressed_total": "counter",
+    "xdpvhost_port_queue_errors_total": "counter",
+    "xdpvhost_thread_info": "gauge",
+    "xdpvhost_thread_state": "gauge",
+    "xdpvhost_thread_busy_poll_microseconds": "gauge",
+    "xdpvhost_thread_iterations_total": "counter",
+    "xdpvhost_thread_sleeps_total": "counter",
+    "xdpvhost_thread_wakeups_total": "counter",
+    "xdpvhost_thread_commands_total": "counter",
+    "xdpvhost_thread_drops_total": "counter",
+    "xdpvhost_thread_burst_frames": "histogram",
+    "xdpvhost_uplink_info": "gauge",
+    "xdpvhost_uplink_packets_total": "counter",
+    "xdpvhost_uplink_xsk_rx_dropped_total": "counter",
+    "xdpvhost_uplink_xsk_rx_ring_full_total": "counter",
+}
+
+
+class Guest(Testpmd):
+    """testpmd with this suite's EAL file prefix."""
+
+    def __init__(self, name, *args, **kwargs):
+        super().__init__(name, *args, **kwargs)
+        self.cmd = [f"--file-prefix=xvctl-{name}" if a.startswith("--file-prefix=") else a
+                    for a in self.cmd]
+
+
+def http_get(path, method="GET", port=PORT, host="127.0.0.1"):
+    c = http.client.HTTPConnection(host, port, timeout=10)
+    c.request(method, path)
+    r = c.getresponse()
+    body = r.read().decode()
+    c.close()
+    return r.status, dict(r.getheaders()), body
+
+
+def listening_tcp_sockets(pid):
+    """Inodes of TCP sockets in LISTEN state that process `pid` holds."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    listening = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:
+                    listening.append(fields[9])
+    return listening
+
+
+def scrape(port=PORT):
+    status, headers, body = http_get("/metrics", port=port)
+    assert status == 200, (status, body)
+    assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8", headers
+    return prom.parse(body)
+
+
+class Metrics(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        prom.self_test()
+        cls.dir = ctltest.workdir("metrics")
+        cls.socks = [os.path.join(cls.dir, "vm1.sock"), os.path.join(cls.dir, "vm2.sock")]
+        cls.daemon = ctltest.checked_daemon(cls.dir, {
+            "ports": [{"name": "vm1", "socket": cls.socks[0], "mac": MAC1},
+                      {"name": "vm2", "socket": cls.socks[1], "mac": MAC2}],
+            "metrics": {"listen": f"127.0.0.1:{PORT}"},
+        }).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.daemon.stop() == 0, cls.daemon.tail()
+
+    def test_exposition_is_strict_text_format_with_conventions(self):
+        families = scrape()
+        for name, type_ in FAMILIES.items():
+            self.assertIn(name, families)
+            self.assertEqual(families[name]["type"], type_, name)
+        for name, fam in families.items():
+            self.assertTrue(name.startswith("xdpvhost_"), name)
+            self.assertTrue(fam["help"], name)
+            if fam["type"] == "counter":
+                self.assertTrue(name.endswith("_total"), name)
+            else:
+                self.assertFalse(name.endswith("_total"), name)
+        self.assertEqual(prom.value(families, "xdpvhost_build_info", version="0.1.0"), 1)
+        self.assertLess(abs(prom.value(families, "xdpvhost_start_time_seconds") - time.time()),
+                        24 * 3600)
+        self.assertEqual(prom.value(families, "xdpvhost_port_info", port="vm1", mac=MAC1,
+                                    mode="server", socket=self.socks[0]), 1)
+        for port in ("vm1", "vm2"):
+            states = {l["state"]: v for n, l, v in families["xdpvhost_port_state"]["samples"]
+                      if l["port"] == port}
+            self.assertEqual(sum(states.values()), 1)
+            reasons = [l["reason"] for n, l, v in families["xdpvhost_port_drops_total"]["samples"]
+                       if l["port"] == port]
+            self.assertIn("no_rx_buffer", reasons)
+            self.assertEqual(len(reasons), len(set(reasons)))
+        self.assertEqual(families["xdpvhost_uplink_info"]["samples"], [])  # no uplinks here
+
+    def test_http_behaviour(self):
+        status, _, body = http_get("/nothing")
+        self.assertEqual(status, 404)
+        status, headers, body = http_get("/metrics", method="HEAD")
+        self.assertEqual((status, body), (200, ""))
+        self.assertGreater(int(headers["Content-Length"]), 1000)
+        status, headers, _ = http_get("/metrics", method="POST")
+        self.assertEqual(status, 405)
+        self.assertEqual(headers["Allow"], "GET, HEAD")
+        # Keep-alive: several scrapes on one connection.
+        c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+        for _ in range(3):
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            prom.parse(r.read().decode())
+            self.assertEqual(r.status, 200)
+        c.close()
+        # A stalled client (half a request) and an oversize head delay nobody.
+        stalled = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+        stalled.sendall(b"GET /metrics HTTP/1.1\r\nHo")
+        big = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+        big.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 20000 + b"\r\n\r\n")
+        self.assertTrue(big.recv(100).startswith(b"HTTP/1.1 431 "))
+        big.close()
+        scrape()
+        stalled.close()
+
+    def test_healthz(self):
+        status, _, body = http_get("/healthz")
+        self.assertEqual((status, body), (200, "ok\n"))
+        sock = os.path.join(self.dir, "vm3.sock")
+        self.daemon.call("port.add", name="vm3", socket=sock, mac="52:54:00:00:50:03")
+        self.assertEqual(http_get("/healthz")[0], 200)
+        os.unlink(sock)  # someone removed the port's socket: no frontend can connect
+        status, _, body = http_get("/healthz")
+        self.assertEqual(status, 503)
+        self.assertIn("port vm3", body)
+        self.assertIn(sock, body)
+        self.daemon.call("port.remove", name="vm3")
+        self.assertEqual(http_get("/healthz")[0], 200)
+        # A client-mode port waiting for its frontend is ready.
+        self.daemon.call("port.add", name="vm4", socket=os.path.join(self.dir, "vm4.sock"),
+                         mac="52:54:00:00:50:04", mode="client")
+        self.assertEqual(http_get("/healthz")[0], 200)
+        self.daemon.call("port.remove", name="vm4")
+
+    def test_z_counters_match_the_traffic(self):
+        """vm1 (testpmd txonly) -> vm2 (testpmd rxonly): the scrape, stats.get and
+        testpmd agree."""
+        rx = Guest("vm2-rx", self.socks[1], MAC2, "rxonly", self.dir, lcores="0,1", main_lcore=0)
+        tx = Guest("vm1-tx", self.socks[0], MAC1, "txonly", self.dir, lcores="0,1", main_lcore=1,
+                   peer=MAC2)
+        try:
+            rx.start()
+            rx.wait_forwarding()
+            ctltest.wait_until(lambda: self.daemon.call("port.get", name="vm2")["state"] ==
+                               "running", what="vm2 running")
+            tx.start()
+            tx.wait_forwarding()
+            time.sleep(3)
+            sent = tx.stop()
+            time.sleep(0.5)
+            received = rx.stop()
+        finally:
+            tx.kill()
+            rx.kill()
+        stats = self.daemon.call("stats.get")
+        families = scrape()
+        v = lambda name, **l: prom.value(families, name, **l)  # noqa: E731
+        s1, s2 = stats["ports"]["vm1"], stats["ports"]["vm2"]
+        print(f"\ntestpmd sent {sent['tx']}, received {received['rx']}; "
+              f"metrics vm1 rx {v('xdpvhost_port_packets_total', port='vm1', direction='rx')}, "
+              f"vm2 tx {v('xdpvhost_port_packets_total', port='vm2', direction='tx')}")
+        self.assertGreater(sent["tx"], 1000)
+        # What testpmd sent is what the daemon took, in the metrics and in stats.get.
+        self.assertEqual(v("xdpvhost_port_packets_total", port="vm1", direction="rx"), sent["tx"])
+        self.assertEqual(v("xdpvhost_port_packets_total", port="vm1", direction="rx"),
+                         s1["rx_packets"])
+        # What the daemon delivered is what testpmd received.
+        self.assertEqual(v("xdpvhost_port_packets_total", port="vm2", direction="tx"),
+                         received["rx"])
+        for port, s in (("vm1", s1), ("vm2", s2)):
+            for direction in ("rx", "tx"):
+                self.assertEqual(v("xdpvhost_port_packets_total", port=port, direction=direction),
+                                 s[f"{direction}_packets"])
+                self.assertEqual(v("xdpvhost_port_bytes_total", port=port, direction=direction),
+                                 s[f"{direction}_bytes"])
+            for reason, n in s["drops"].items():
+                self.assertEqual(v("xdpvhost_port_drops_total", port=port, reason=reason), n)
+            for metric, key in PORT_COUNTERS.items():
+                self.assertEqual(v(metric, port=port), s[key], metric)
+        # Delivered or dropped with a reason, nothing unaccounted.
+        drops2 = sum(v("xdpvhost_port_drops_total", port="vm2", reason=r) for r in s2["drops"])
+        self.assertEqual(v("xdpvhost_port_packets_total", port="vm2", direction="tx") + drops2,
+                         sent["tx"])
+        self.assertEqual(v("xdpvhost_port_bytes_total", port="vm1", direction="rx"),
+                         sent["tx"] * 64)  # testpmd --txpkts=64
+        # The thread moved frames in bursts, and counted them.
+        t = stats["threads"][0]
+        self.assertEqual(v("xdpvhost_thread_iterations_total", thread=0, result="work"),
+                         t["busy_iterations"])
+        self.assertEqual(v("xdpvhost_thread_burst_frames_count", thread=0),
+                         sum(t["burst_histogram"].values()))
+        self.assertGreater(v("xdpvhost_thread_burst_frames_count", thread=0), 0)
+        self.assertGreaterEqual(v("xdpvhost_thread_burst_frames_sum", thread=0),
+                                v("xdpvhost_thread_burst_frames_count", thread=0))
+        # stats.reset zeroes stats.get only; Prometheus counters never go backwards.
+        self.daemon.call("stats.reset")
+        self.assertEqual(self.daemon.call("stats.get", port="vm1")["ports"]["vm1"]["rx_packets"],
+                         0)
+        self.assertEqual(prom.value(scrape(), "xdpvhost_port_packets_total", port="vm1",
+                                    direction="rx"), sent["tx"])
+
+
+class Listener(unittest.TestCase):
+    def test_ipv6_listener(self):
+        probe = socket.socket(socket.AF_INET6)
+        try:
+            probe.bind(("::1", 0))
+        except OSError:
+            self.skipTest("no IPv6 loopback")
+        finally:
+            probe.close()
+        d = ctltest.workdir("metrics-v6")
+        daemon = ctltest.checked_daemon(d, {"metrics": {"listen": f"[::1]:{PORT + 1}"}}).start()
+        try:
+            self.assertEqual(len(listening_tcp_sockets(daemon.pid)), 1)
+            status, _, body = http_get("/metrics", port=PORT + 1, host="::1")
+            self.assertEqual(status, 200)
+            prom.parse(body)
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+
+    def test_disabled_and_unusable(self):
+        d = ctltest.workdir("metrics-off")
+        daemon = ctltest.checked_daemon(d, {"metrics": {"listen": ""}}).start()
+        try:
+            self.assertEqual(listening_tcp_sockets(daemon.pid), [])
+            # A second daemon wanting a port that is taken does not start.
+            blocker = socket.socket()
+            blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            blocker.bind(("127.0.0.1", PORT + 2))
+            blocker.listen(1)
+            d2 = ctltest.workdir("metrics-busy")
+            other = ctltest.checked_daemon(d2, {"metrics": {"listen": f"127.0.0.1:{PORT + 2}"}})
+            with self.assertRaises(RuntimeError) as e:
+                other.start()
+            blocker.close()
+            self.assertIn("metrics listener", str(e.exception))
+            self.assertEqual(other.proc.returncode, 1)
+            other.log.close()
+            self.assertFalse(os.path.exists(other.control_path))
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,88 @@
+// The uplink metrics as written from the values the daemon hands over.
+
+#include "uplink_metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+namespace xdpvhost::daemon::metrics {
+namespace {
+
+std::vector<UplinkMetrics> sample_uplinks() {
+  UplinkMetrics u;
+  u.name = "up0";
+  u.interface = "eth1";
+  u.bind = "auto";
+  u.link = "up";
+  u.xdp_oversize = 3;
+  for (std::uint32_t q : {0u, 1u}) {
+    UplinkQueueMetrics m;
+    m.queue = q;
+    m.thread = static_cast<std::uint16_t>(q);
+    m.bind_mode = "copy";
+    m.napi_id = 8193 + q;
+    m.napi_busy_poll_active = q == 1;
+    m.port.rx_packets = 100 + q;
+    m.port.tx_bytes = 64000;
+    m.port.drops[static_cast<std::size_t>(dataplane::DropReason::kUplinkTxFull)] = 9;
+    m.rx_dropped = 1;
+    m.rx_ring_full = 2;
+    m.rx_fill_ring_empty_descs = 4;
+    m.tx_ring_empty_descs = 5;
+    u.queues.push_back(m);
+  }
+  return {u};
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    if (l == line) return true;
+  return false;
+}
+
+TEST(UplinkMetrics, QueuesInfoAndXdpStatistics) {
+  PrometheusText out;
+  write_uplink_metrics(out, sample_uplinks());
+  const std::string& t = out.text();
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_info{uplink="up0",interface="eth1",bind="auto"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_link_state{uplink="up0",state="up"} 1)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_link_state{uplink="up0",state="absent"} 0)"));
+  EXPECT_TRUE(has_line(
+      t, R"(xdpvhost_uplink_queue_info{uplink="up0",queue="1",bind_mode="copy",napi_id="8194",thread="1"} 1)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_queue_napi_busy_poll_active{uplink="up0",queue="0"} 0)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_queue_napi_busy_poll_active{uplink="up0",queue="1"} 1)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_packets_total{uplink="up0",queue="1",direction="rx"} 101)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_bytes_total{uplink="up0",queue="0",direction="tx"} 64000)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_drops_total{uplink="up0",queue="0",reason="uplink_tx_full"} 9)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_dropped_total{uplink="up0",queue="0"} 1)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_ring_full_total{uplink="up0",queue="1"} 2)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_fill_ring_empty_descs_total{uplink="up0",queue="0"} 4)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_tx_ring_empty_descs_total{uplink="up0",queue="0"} 5)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_invalid_descs_total{uplink="up0",queue="0"} 0)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_tx_invalid_descs_total{uplink="up0",queue="0"} 0)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xdp_program_drops_total{uplink="up0",reason="oversize"} 3)"));
+}
+
+TEST(UplinkMetrics, EveryFamilyOnceEvenWithoutUplinks) {
+  PrometheusText with, without;
+  write_uplink_metrics(with, sample_uplinks());
+  write_uplink_metrics(without, {});
+  auto types = [](const std::string& text) {
+    std::multiset<std::string> families;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind("# TYPE ", 0) == 0) families.insert(l);
+    return families;
+  };
+  const auto a = types(with.text()), b = types(without.text());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(std::set<std::string>(a.begin(), a.end()).size(), a.size());  // no family twice
+  std::istringstream in(without.text());
+  for (std::string l; std::getline(in, l);) EXPECT_EQ(l[0], '#') << l;
+}
+
+}  // namespace
+}  // namespace xdpvhost::daemon::metrics
