@@ -5,6 +5,7 @@
 #include "daemon_metrics.hpp"
 #include "health_check.hpp"
 #include "listen_address.hpp"
+#include "uplink_source.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
@@ -41,7 +42,7 @@ std::string MetricsService::render() {
   write_build_metrics(out, daemon_);
   write_port_metrics(out, daemon_);
   write_thread_metrics(out, daemon_);
-  write_uplink_metrics(out, uplinks_ ? uplinks_() : std::vector<UplinkMetrics>{});
+  write_uplink_metrics(out, collect_uplink_metrics(daemon_));
   return out.take();
 }
 

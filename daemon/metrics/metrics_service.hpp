@@ -12,7 +12,6 @@
 
 #include "daemon.hpp"
 #include "http_server.hpp"
-#include "uplink_metrics.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
@@ -24,9 +23,6 @@ class MetricsService {
   ~MetricsService();
   MetricsService(const MetricsService&) = delete;
   MetricsService& operator=(const MetricsService&) = delete;
-
-  // Where the uplink metrics come from; without a source none are written.
-  void set_uplink_source(UplinkMetricsSource source) { uplinks_ = std::move(source); }
 
   // Listens on `listen` ("host:port", "[v6]:port"); "" leaves it off.
   bool start(const std::string& listen, std::string& error);
@@ -41,7 +37,6 @@ class MetricsService {
  private:
   boost::asio::io_context& io_;
   Daemon& daemon_;
-  UplinkMetricsSource uplinks_;
   std::unique_ptr<HttpServer> server_;
 };
 

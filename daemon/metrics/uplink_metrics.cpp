@@ -1,5 +1,8 @@
 #include "uplink_metrics.hpp"
 
+#include <tuple>
+#include <utility>
+
 #include "dataplane/drop_reason.hpp"
 
 namespace xdpvhost::daemon::metrics {
@@ -113,15 +116,20 @@ void write_uplink_metrics(PrometheusText& out, const std::vector<UplinkMetrics>&
   per_queue(out, uplinks, "xdpvhost_uplink_flood_drops_total",
             "Broadcast and multicast frames the uplink's flood path dropped.", &Q::flood_dropped);
 
-  out.family("xdpvhost_uplink_xdp_program_drops_total", MetricType::kCounter,
-             "Frames the XDP steering program dropped on the uplink's interface, by reason.");
+  out.family("xdpvhost_uplink_xdp_frames_total", MetricType::kCounter,
+             "Frames the XDP steering program saw on the uplink's interface, by outcome: "
+             "redirected (to a queue's AF_XDP socket), redirect_failed (no socket on the queue: "
+             "passed to the kernel), passed_host, passed_flood, oversize_dropped, malformed, "
+             "bypassed.");
   for (const auto& u : uplinks) {
-    out.sample("xdpvhost_uplink_xdp_program_drops_total", {{"uplink", u.name}, {"reason", "oversize"}},
-               u.xdp_oversize);
-    out.sample("xdpvhost_uplink_xdp_program_drops_total",
-               {{"uplink", u.name}, {"reason", "redirect_failed"}}, u.xdp_redirect_failed);
-    out.sample("xdpvhost_uplink_xdp_program_drops_total", {{"uplink", u.name}, {"reason", "malformed"}},
-               u.xdp_malformed);
+    for (const auto& [outcome, n] : {std::pair{"redirected", u.xdp.redirected},
+                                     std::pair{"redirect_failed", u.xdp.redirect_failed},
+                                     std::pair{"passed_host", u.xdp.passed_host},
+                                     std::pair{"passed_flood", u.xdp.passed_flood},
+                                     std::pair{"oversize_dropped", u.xdp.oversize_dropped},
+                                     std::pair{"malformed", u.xdp.malformed},
+                                     std::pair{"bypassed", u.xdp.bypassed}})
+      out.sample("xdpvhost_uplink_xdp_frames_total", {{"uplink", u.name}, {"outcome", outcome}}, n);
   }
 }
 

@@ -1,16 +1,16 @@
 #pragma once
 // The uplink part of the metrics: what the exporter needs from each uplink,
-// as plain values, and how it is written. The daemon fills UplinkMetrics
-// from its uplink objects (their relaxed-atomic counters and the sockets'
-// XDP_STATISTICS) on the control thread, through an UplinkMetricsSource.
+// as plain values, and how it is written. uplink_source.hpp fills them from
+// the daemon's uplink objects (relaxed-atomic counters, the sockets'
+// XDP_STATISTICS, the XDP program's counters) on the control thread.
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "prometheus_text.hpp"
 #include "stats_snapshot.hpp"
+#include "xsk/xdp_program.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
@@ -37,14 +37,9 @@ struct UplinkMetrics {
   std::string bind;  // configured: auto | zerocopy | copy
   std::string link;  // up | down | absent
   std::vector<UplinkQueueMetrics> queues;
-  // Drops counted by the XDP steering program, cumulative over re-attachments.
-  std::uint64_t xdp_oversize = 0;
-  std::uint64_t xdp_redirect_failed = 0;
-  std::uint64_t xdp_malformed = 0;
+  // The XDP steering program's counters, cumulative over re-attachments.
+  xsk::XdpSteerStats xdp;
 };
-
-// Called on the control thread at every scrape.
-using UplinkMetricsSource = std::function<std::vector<UplinkMetrics>()>;
 
 // Every xdpvhost_uplink_* family; families are written (with no samples)
 // even when there are no uplinks, so dashboards see them.

@@ -48,6 +48,7 @@ FAMILIES = {
     "xdpvhost_uplink_packets_total": "counter",
     "xdpvhost_uplink_xsk_rx_dropped_total": "counter",
     "xdpvhost_uplink_xsk_rx_ring_full_total": "counter",
+    "xdpvhost_uplink_xdp_frames_total": "counter",
 }
 
 
@@ -184,6 +185,32 @@ class Metrics(unittest.TestCase):
                          mac="52:54:00:00:50:04", mode="client")
         self.assertEqual(http_get("/healthz")[0], 200)
         self.daemon.call("port.remove", name="vm4")
+
+    def test_uplink_families(self):
+        """An uplink whose interface does not exist (yet): listed, link absent, queues unbound."""
+        self.daemon.call("uplink.add", name="up0", interface=ctltest.ABSENT_IF, queues=[0, 3])
+        try:
+            f = scrape()
+            v = lambda name, **l: prom.value(f, name, **l)  # noqa: E731
+            self.assertEqual(v("xdpvhost_uplink_info", uplink="up0", interface=ctltest.ABSENT_IF,
+                               bind="auto"), 1)
+            self.assertEqual(v("xdpvhost_uplink_link_state", uplink="up0", state="absent"), 1)
+            self.assertEqual(v("xdpvhost_uplink_link_state", uplink="up0", state="up"), 0)
+            for q in (0, 3):
+                self.assertEqual(v("xdpvhost_uplink_queue_info", uplink="up0", queue=q,
+                                   bind_mode="unbound", napi_id=0), 1)
+                for d in ("rx", "tx"):
+                    self.assertEqual(v("xdpvhost_uplink_packets_total", uplink="up0", queue=q,
+                                       direction=d), 0)
+                for stat in ("rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full",
+                             "rx_fill_ring_empty_descs", "tx_ring_empty_descs"):
+                    self.assertEqual(v(f"xdpvhost_uplink_xsk_{stat}_total", uplink="up0",
+                                       queue=q), 0)
+            self.assertEqual(v("xdpvhost_uplink_xdp_frames_total", uplink="up0",
+                               outcome="redirected"), 0)
+        finally:
+            self.daemon.call("uplink.remove", name="up0")
+        self.assertEqual(scrape()["xdpvhost_uplink_info"]["samples"], [])
 
     def test_z_counters_match_the_traffic(self):
         """vm1 (testpmd txonly) -> vm2 (testpmd rxonly): the scrape, stats.get and

@@ -16,7 +16,8 @@ std::vector<UplinkMetrics> sample_uplinks() {
   u.interface = "eth1";
   u.bind = "auto";
   u.link = "up";
-  u.xdp_oversize = 3;
+  u.xdp.oversize_dropped = 3;
+  u.xdp.redirected = 1000;
   for (std::uint32_t q : {0u, 1u}) {
     UplinkQueueMetrics m;
     m.queue = q;
@@ -63,7 +64,9 @@ TEST(UplinkMetrics, QueuesInfoAndXdpStatistics) {
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_tx_ring_empty_descs_total{uplink="up0",queue="0"} 5)"));
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_invalid_descs_total{uplink="up0",queue="0"} 0)"));
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_tx_invalid_descs_total{uplink="up0",queue="0"} 0)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xdp_program_drops_total{uplink="up0",reason="oversize"} 3)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="oversize_dropped"} 3)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="redirected"} 1000)"));
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="bypassed"} 0)"));
 }
 
 TEST(UplinkMetrics, EveryFamilyOnceEvenWithoutUplinks) {
