@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -55,6 +56,8 @@ class ControlServer {
   TooLarge too_large_;
   std::optional<boost::asio::local::stream_protocol::acceptor> acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
+  std::uint64_t refused_ = 0;
+  std::uint64_t next_refusal_log_ = 1;
 };
 
 }  // namespace xdpvhost::daemon

@@ -415,6 +415,42 @@ class ControlProtocol(unittest.TestCase):
         for s in silent + partial + [other]:
             s.close()
 
+    def test_client_limit(self):
+        """64 clients at once; one more is closed at once (and logged, not per attempt),
+        served again when a slot frees up."""
+        held = []
+        while len(held) < 100:
+            s = self.try_version()
+            if s is None:
+                break
+            held.append(s)
+        # This test's own connection is one of the 64 (others closing just before may
+        # not have been noticed yet).
+        self.assertIn(len(held) + 1, range(60, 65))
+        extra = [connect(self.daemon.control_path) for _ in range(20)]
+        for s in extra:
+            s.settimeout(10)
+            self.assertTrue(closed(s))
+            s.close()
+        self.assertIn("result", rpc(held[-1], "version"))
+        held.pop().close()
+        late = ctltest.wait_until(lambda: self.try_version(), what="a freed slot")
+        late.close()
+        for s in held:
+            s.close()
+        refusals = [l for l in self.daemon.tail(2000).splitlines() if "refused" in l]
+        self.assertLessEqual(len(refusals), 3, refusals)
+
+    def try_version(self):
+        s = connect(self.daemon.control_path)
+        try:
+            if "result" in rpc(s, "version"):
+                return s
+        except (OSError, ValueError):
+            pass
+        s.close()
+        return None
+
     def test_client_that_does_not_read_its_replies(self):
         """A client writing thousands of requests without reading holds nobody up,
         and gets every reply in order once it reads."""
