@@ -79,6 +79,13 @@ std::uint32_t flow_hash(const Frame& frame) noexcept {
   mix(frame.eth, 12);
   if (frame.eth[12] == 0x08 && frame.eth[13] == 0x00 && gather(frame, 26, tuple, 12) == 12)
     mix(tuple, 12);
+  // Finalize (murmur3 fmix32): FNV's low bits depend on few input bits, and
+  // the queue is chosen by the low bits.
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
   return h;
 }
 
