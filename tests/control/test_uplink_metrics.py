@@ -1,0 +1,197 @@
+"""Uplink metrics against real AF_XDP traffic: xdpvhostd in a network
+namespace with an uplink on one end of a veth pair, the other end in a peer
+namespace; DPDK testpmd guests on two ports. Frames the peer sends to a
+guest and frames a guest sends out through the uplink are counted by the
+sender, the receiver, stats.get and the scrape, and all agree.
+
+  netns xvctl-<pid>-node                      netns xvctl-<pid>-peer
+  xdpvhostd, uplink up0 on xvctl-n0  <veth>   xvctl-p0: AF_PACKET sender/counter
+  vm1 (testpmd txonly), vm2 (testpmd rxonly)
+"""
+
+import os
+import subprocess
+import time
+import unittest
+
+import ctltest
+import prom
+from test_metrics import Guest
+
+PID = os.getpid()
+NODE, PEER = f"xvctl-{PID}-node", f"xvctl-{PID}-peer"
+NODE_IF, PEER_IF = "xvctl-n0", "xvctl-p0"
+PEER_MAC = "02:78:76:00:10:02"
+MAC1, MAC2 = "52:54:00:00:70:01", "52:54:00:00:70:02"
+METRICS = f"127.0.0.1:{ctltest.METRICS_PORT + 13}"
+FRAMES = 5000
+
+# Runs in the peer namespace: sends FRAMES UDP frames to MAC2, paced.
+SENDER = r"""
+import socket, struct, sys, time
+ifname, dst, src, n = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), \
+    bytes.fromhex(sys.argv[3].replace(':', '')), int(sys.argv[4])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((ifname, 0))
+def csum(b):
+    t = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    while t >> 16: t = (t & 0xffff) + (t >> 16)
+    return ~t & 0xffff
+payload = bytes(range(64))
+udp = struct.pack('!HHHH', 1024, 9, 8 + len(payload), 0) + payload
+ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                 bytes([10, 98, 0, 1]), bytes([10, 98, 0, 2]))
+ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
+frame = dst + src + b'\x08\x00' + ip + udp
+for i in range(n):
+    s.send(frame)
+    if i % 32 == 31: time.sleep(0.002)
+print(len(frame))
+"""
+
+# Runs in the peer namespace: counts frames from MAC1 until stdin closes.
+COUNTER = r"""
+import select, socket, sys
+ifname, src = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', ''))
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((ifname, 0))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+print('ready', flush=True)
+n = 0
+while True:
+    r, _, _ = select.select([s, sys.stdin], [], [])
+    if sys.stdin in r and not sys.stdin.read(1): break
+    if s in r:
+        while True:
+            try: f, addr = s.recvfrom(4096, socket.MSG_DONTWAIT)
+            except BlockingIOError: break
+            if addr[2] != socket.PACKET_OUTGOING and f[6:12] == src: n += 1
+print(n, flush=True)
+"""
+
+
+def sh(command, check=True):
+    p = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{command}: {p.stderr}")
+    return p.stdout
+
+
+def remove_orphans():
+    for ns in sh("ip netns list", check=False).split():
+        if ns.startswith("xvctl-") and ns.count("-") == 2:
+            pid = ns.split("-")[1]
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                sh(f"ip netns del {ns}", check=False)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for namespaces and XDP")
+class UplinkMetrics(unittest.TestCase):
+    def setUp(self):
+        remove_orphans()
+        self.addCleanup(sh, f"ip netns del {PEER}", False)
+        self.addCleanup(sh, f"ip netns del {NODE}", False)
+        for ns in (NODE, PEER):
+            sh(f"ip netns add {ns}; ip netns exec {ns} sysctl -qw "
+               "net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; "
+               f"ip -n {ns} link set lo up")
+        sh(f"ip -n {NODE} link add {NODE_IF} type veth peer name {PEER_IF} address {PEER_MAC} "
+           f"netns {PEER}; ip netns exec {PEER} ethtool -K {PEER_IF} tx off >/dev/null; "
+           f"ip -n {NODE} link set {NODE_IF} up; ip -n {PEER} link set {PEER_IF} up")
+        self.dir = ctltest.workdir("uplink-metrics")
+        self.socks = [os.path.join(self.dir, f"vm{i}.sock") for i in (1, 2)]
+        config = {
+            "uplinks": [{"name": "up0", "interface": NODE_IF, "bind": "copy"}],
+            "ports": [{"name": "vm1", "socket": self.socks[0], "mac": MAC1, "uplink": "up0"},
+                      {"name": "vm2", "socket": self.socks[1], "mac": MAC2, "uplink": "up0"}],
+            "metrics": {"listen": METRICS},
+        }
+        bpf = os.environ.get("XDPVHOST_BPF_OBJECT")
+        if bpf:
+            config["bpf_object"] = bpf
+        self.daemon = ctltest.checked_daemon(self.dir, config)
+        self.daemon.netns = NODE
+        self.daemon.start()
+        self.addCleanup(self.stop_daemon)
+        ctltest.wait_until(lambda: self.daemon.call("uplink.list")[0]["queues"][0]["bind_mode"]
+                           == "copy", what="queue 0 bound")
+
+    def stop_daemon(self):
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.tail())
+
+    def scrape(self):
+        text = sh(f"ip netns exec {NODE} curl -sf http://{METRICS}/metrics")
+        return prom.parse(text)
+
+    def guest(self, name, sock, mac, mode, main_lcore, peer=None):
+        g = Guest(name, sock, mac, mode, self.dir, lcores="0,1", main_lcore=main_lcore, peer=peer)
+        self.addCleanup(g.kill)
+        g.start()
+        g.wait_forwarding()
+        return g
+
+    def test_counters_agree_with_the_wire(self):
+        # Peer -> vm2: every frame the peer sends reaches the guest through the uplink.
+        rx = self.guest("up-vm2-rx", self.socks[1], MAC2, "rxonly", 0)
+        ctltest.wait_until(lambda: self.daemon.call("port.get", name="vm2")["state"] == "running",
+                           what="vm2 running")
+        sender = subprocess.run(["ip", "netns", "exec", PEER, "python3", "-c", SENDER, PEER_IF,
+                                 MAC2, PEER_MAC, str(FRAMES)], capture_output=True, text=True,
+                                timeout=120, check=True)
+        frame_len = int(sender.stdout.strip())
+        ctltest.wait_until(lambda: self.daemon.call("stats.get", port="vm2")["ports"]["vm2"]
+                           ["tx_packets"] >= FRAMES, timeout=20, what="frames at vm2")
+        received = rx.stop()
+        # vm1 -> peer: testpmd txonly to the peer's MAC leaves through the uplink.
+        counter = subprocess.Popen(["ip", "netns", "exec", PEER, "python3", "-c", COUNTER,
+                                    PEER_IF, MAC1], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        self.assertEqual(counter.stdout.readline().strip(), "ready")
+        tx = self.guest("up-vm1-tx", self.socks[0], MAC1, "txonly", 1, peer=PEER_MAC)
+        time.sleep(2)
+        sent = tx.stop()
+        time.sleep(1)  # the uplink's TX ring drains
+        counted = int(counter.communicate(timeout=30)[0].strip())
+
+        stats = self.daemon.call("stats.get")
+        f = self.scrape()
+        v = lambda name, **l: prom.value(f, name, **l)  # noqa: E731
+        up, q0 = stats["uplinks"]["up0"], stats["uplinks"]["up0"]["queues"][0]
+        print(f"\npeer sent {FRAMES}, vm2 received {received['rx']}; vm1 sent {sent['tx']}, "
+              f"uplink tx {q0['tx_packets']}, peer counted {counted}; xsk {q0}")
+        # The scrape and stats.get agree on every uplink counter.
+        for d in ("rx", "tx"):
+            self.assertEqual(v("xdpvhost_uplink_packets_total", uplink="up0", queue=0,
+                               direction=d), q0[f"{d}_packets"])
+            self.assertEqual(v("xdpvhost_uplink_bytes_total", uplink="up0", queue=0,
+                               direction=d), q0[f"{d}_bytes"])
+        for stat in ("rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full",
+                     "rx_fill_ring_empty_descs", "tx_ring_empty_descs"):
+            self.assertEqual(v(f"xdpvhost_uplink_xsk_{stat}_total", uplink="up0", queue=0),
+                             q0[stat], stat)
+        for reason, n in up["drops"].items():
+            matches = [val for name, labels, val in f["xdpvhost_uplink_drops_total"]["samples"]
+                       if labels["reason"] == reason]
+            if matches:
+                self.assertEqual(sum(matches), n, reason)
+        self.assertEqual(v("xdpvhost_uplink_queue_info", uplink="up0", queue=0,
+                           bind_mode="copy"), 1)
+        self.assertEqual(v("xdpvhost_uplink_link_state", uplink="up0", state="up"), 1)
+        # Peer -> guest: the wire, the uplink, the port and testpmd agree.
+        self.assertEqual(q0["rx_packets"], FRAMES)
+        self.assertEqual(q0["rx_bytes"], FRAMES * frame_len)
+        self.assertEqual(v("xdpvhost_uplink_xdp_frames_total", uplink="up0",
+                           outcome="redirected"), FRAMES)
+        self.assertEqual(stats["ports"]["vm2"]["tx_packets"], FRAMES)
+        self.assertEqual(received["rx"], FRAMES)
+        # Guest -> peer: everything testpmd sent left through the uplink (unicast waits for
+        # room rather than drop), and what the peer counted is what went out.
+        self.assertGreater(sent["tx"], 1000)
+        self.assertEqual(v("xdpvhost_port_packets_total", port="vm1", direction="rx"), sent["tx"])
+        self.assertEqual(q0["tx_packets"] + sum(stats["ports"]["vm1"]["drops"].values()),
+                         sent["tx"])
+        self.assertEqual(counted, q0["tx_packets"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
