@@ -1,0 +1,130 @@
+// The uplink interface's life while the daemon runs: administratively down
+// and up, carrier lost at the peer, deleted and re-created, and configured
+// before it exists. Each time the status reports the state, guest frames
+// while the link is unusable are dropped as uplink_down, and traffic resumes
+// in both directions afterwards -- without restarting the daemon.
+
+#include "uplink_fixture.hpp"
+
+namespace xdpvhost::uplink_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
+const Ipv4Address kPeerIp = parse_ipv4_text(UplinkLab::kPeerIp);
+
+std::uint64_t u(const json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
+
+class LinkLifecycle : public UplinkTest {
+ protected:
+  std::string link() { return uplink_status().value("link", "?"); }
+  std::string bind_mode() { return uplink_status().at("queues").at(0).value("bind_mode", "?"); }
+
+  // uplink_down drops, wherever the daemon counts them (the uplink's queue
+  // port, or the guest port when no uplink queue exists).
+  std::uint64_t uplink_down_drops() {
+    return u(uplink_stats().at("drops"), "uplink_down") + u(port_stats("vm1").at("drops"), "uplink_down");
+  }
+
+  // `count` guest frames to the peer while the uplink cannot send: all
+  // dropped as uplink_down, none sent.
+  void expect_dropped_as_uplink_down(int count) {
+    const std::uint64_t drops0 = uplink_down_drops();
+    const json up0 = uplink_stats();
+    const LinkCounters peer0 = lab_.peer_link();
+    for (int i = 0; i < count; ++i)
+      ASSERT_TRUE(vm1_->send(vm1_->udp_to(kPeerMac, kPeerIp, 7100, 7101, testing::payload_pattern(100, 1))));
+    ASSERT_TRUE(vm1_->wait_tx_done());
+    EXPECT_TRUE(wait_for([&] { return uplink_down_drops() - drops0 == static_cast<std::uint64_t>(count); }, 3s))
+        << "uplink_down drops: " << uplink_down_drops() - drops0 << " of " << count
+        << "; uplink stats " << uplink_stats().dump() << "; port " << port_stats("vm1").dump();
+    EXPECT_EQ(u(uplink_stats(), "tx_packets"), u(up0, "tx_packets"));
+    EXPECT_EQ(lab_.peer_link().rx_packets, peer0.rx_packets);
+  }
+
+  std::unique_ptr<FrontendGuest> vm1_;
+};
+
+TEST_F(LinkLifecycle, AdministrativelyDownThenUp) {
+  ASSERT_NO_FATAL_FAILURE(start_with_guest(vm1_));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+  const pid_t pid = daemon_->pid();
+
+  std::string out;
+  ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " down", &out), 0) << out;
+  ASSERT_TRUE(wait_for([&] { return link() == "down"; })) << uplink_status().dump();
+  ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(10));
+
+  ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " up", &out), 0) << out;
+  ASSERT_TRUE(wait_for([&] { return link() == "up"; })) << uplink_status().dump();
+  EXPECT_EQ(bind_mode(), "copy");
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+  EXPECT_EQ(daemon_->pid(), pid);
+}
+
+TEST_F(LinkLifecycle, CarrierLostAtThePeerThenBack) {
+  ASSERT_NO_FATAL_FAILURE(start_with_guest(vm1_));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+
+  std::string out;
+  ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " down", &out), 0) << out;
+  // veth: the node end stays administratively up, NO-CARRIER, operstate DOWN.
+  ASSERT_TRUE(wait_for([&] { return lab_.node_operstate() == "DOWN"; }))
+      << "node end: " << lab_.node_operstate();
+  // The node end is administratively up but has no carrier: nothing it sends
+  // arrives. The daemon should say so, and count the guest's frames.
+  EXPECT_TRUE(wait_for([&] { return link() == "down"; }, 3s))
+      << "no carrier, but the uplink reports link \"" << link() << "\"";
+  ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(10));
+
+  ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " up", &out), 0) << out;
+  ASSERT_TRUE(wait_for([&] { return link() == "up" && lab_.node_operstate() == "UP"; }))
+      << uplink_status().dump();
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+}
+
+TEST_F(LinkLifecycle, DeletedAndCreatedAgain) {
+  ASSERT_NO_FATAL_FAILURE(start_with_guest(vm1_));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+  const pid_t pid = daemon_->pid();
+
+  std::string out;
+  ASSERT_TRUE(lab_.delete_veth(&out)) << out;
+  ASSERT_TRUE(wait_for([&] { return link() == "absent"; })) << uplink_status().dump();
+  const json status = uplink_status();
+  EXPECT_EQ(status.at("queues").at(0).value("bind_mode", ""), "unbound") << status.dump();
+  EXPECT_EQ(status.value("xdp_program", "?"), "") << status.dump();
+  ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(10));
+
+  ASSERT_TRUE(lab_.create_veth(out)) << out;
+  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; })) << uplink_status().dump();
+  const auto programs = lab_.node_xdp_programs();
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_EQ(programs[0].name, "xdpvhost_steer");
+  EXPECT_NE(uplink_status().value("xdp_program", ""), "");
+  EXPECT_TRUE(fdb_has(kVm1.mac)) << "the new interface's unicast filter lacks the guest";
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+  EXPECT_TRUE(daemon_->running());
+  EXPECT_EQ(daemon_->pid(), pid);
+}
+
+TEST_F(LinkLifecycle, InterfaceThatAppearsAfterTheDaemonStarted) {
+  std::string out;
+  ASSERT_TRUE(lab_.delete_veth(&out)) << out;
+  ASSERT_NO_FATAL_FAILURE(start_with_guest(vm1_));
+  EXPECT_EQ(link(), "absent");
+  EXPECT_EQ(bind_mode(), "unbound");
+  ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(5));
+
+  ASSERT_TRUE(lab_.create_veth(out)) << out;
+  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; })) << uplink_status().dump();
+  const auto programs = lab_.node_xdp_programs();
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_EQ(programs[0].name, "xdpvhost_steer");
+  EXPECT_TRUE(fdb_has(kVm1.mac));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+}
+
+}  // namespace
+}  // namespace xdpvhost::uplink_test

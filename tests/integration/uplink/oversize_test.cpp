@@ -1,0 +1,100 @@
+// Frames longer than the guests' MTU allows (MTU 1500 + 14 Ethernet + 4 for
+// one VLAN tag = 1518 bytes) are dropped and counted: from a guest on its
+// port (drops.oversize), from the wire in the XDP program
+// (uplinks.up0.drops.xdp_oversize) before they reach a socket. The longest
+// allowed frame passes in both directions.
+
+#include "peer_sockets.hpp"
+#include "uplink_fixture.hpp"
+
+namespace xdpvhost::uplink_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::uint16_t kEtherType = 0x88b5;  // IEEE 802 local experimental
+constexpr std::size_t kLongest = 1500 + 14 + 4;
+const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
+
+std::vector<std::uint8_t> raw_frame(const MacAddress& dst, const MacAddress& src, std::size_t len,
+                                    std::uint8_t tag) {
+  std::vector<std::uint8_t> payload(len - 14, tag);
+  return testing::build_ethernet(dst, src, kEtherType, payload);
+}
+
+std::uint64_t u(const json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
+
+class Oversize : public UplinkTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(UplinkTest::SetUp());
+    ASSERT_NO_FATAL_FAILURE(start_with_guest(vm1_));
+  }
+  std::unique_ptr<FrontendGuest> vm1_;
+};
+
+TEST_F(Oversize, GuestFrameAboveItsMtuIsDroppedOnItsPort) {
+  std::unique_ptr<PacketSocket> peer;
+  {
+    NetnsScope in(lab_.peer_fd());
+    peer = std::make_unique<PacketSocket>(UplinkLab::kPeerIf, kEtherType);
+  }
+  ASSERT_TRUE(peer->valid());
+  const json vm0 = port_stats("vm1"), up0 = uplink_stats();
+  ASSERT_TRUE(vm1_->send(raw_frame(kPeerMac, vm1_->mac(), kLongest + 1, 1)));
+  ASSERT_TRUE(vm1_->send(raw_frame(kPeerMac, vm1_->mac(), 3000, 2)));
+  ASSERT_TRUE(vm1_->send(raw_frame(kPeerMac, vm1_->mac(), kLongest, 3)));
+  ASSERT_TRUE(vm1_->wait_tx_done());
+  const auto frames = peer->receive(3, 1000);
+  ASSERT_EQ(frames.size(), 1u) << "only the longest allowed frame may leave";
+  EXPECT_EQ(frames[0].size(), kLongest);
+  EXPECT_EQ(frames[0].back(), 3);
+  const json vm1 = port_stats("vm1"), up1 = uplink_stats();
+  EXPECT_EQ(u(vm1.at("drops"), "oversize") - u(vm0.at("drops"), "oversize"), 2u) << vm1.dump();
+  EXPECT_EQ(u(vm1, "rx_packets") - u(vm0, "rx_packets"), 1u);
+  EXPECT_EQ(u(up1, "tx_packets") - u(up0, "tx_packets"), 1u);
+  EXPECT_EQ(total(up1.at("drops")), total(up0.at("drops"))) << up1.dump();
+}
+
+TEST_F(Oversize, PeerFrameAboveTheGuestsMtuIsDroppedInXdp) {
+  // Let the wire carry longer frames than the guests were told about.
+  std::string out;
+  ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " mtu 3000", &out), 0) << out;
+  ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " mtu 3000", &out), 0) << out;
+  ASSERT_TRUE(wait_for([&] { return uplink_status().value("link", "") == "up"; }));
+  std::unique_ptr<PacketSocket> peer;
+  {
+    NetnsScope in(lab_.peer_fd());
+    peer = std::make_unique<PacketSocket>(UplinkLab::kPeerIf, kEtherType);
+  }
+  ASSERT_TRUE(peer->valid());
+  const json vm0 = port_stats("vm1"), up0 = uplink_stats();
+  // 1519: one byte too long; 1792: the longest a 2048-byte UMEM frame takes;
+  // 2500, 3014 (the new wire MTU): would not fit a UMEM frame at all.
+  const std::vector<std::size_t> too_long{kLongest + 1, 1792, 2500, 3014};
+  for (std::size_t len : too_long) ASSERT_TRUE(peer->send(raw_frame(vm1_->mac(), kPeerMac, len, 9)));
+  ASSERT_TRUE(peer->send(raw_frame(vm1_->mac(), kPeerMac, kLongest, 7)));
+  auto is_ours = [](const PacketView& v) { return v.ethertype == kEtherType; };
+  ASSERT_TRUE(vm1_->pump_until(is_ours, 1)) << "the longest allowed frame did not reach the guest";
+  vm1_->pump(300ms);
+  ASSERT_EQ(vm1_->count(is_ours), 1u);
+  for (const auto& f : vm1_->received()) {
+    if (!is_ours(PacketView::parse(f.bytes))) continue;
+    EXPECT_EQ(f.bytes.size(), kLongest);
+    EXPECT_EQ(f.bytes.back(), 7);
+  }
+  ASSERT_TRUE(wait_for([&] {
+    return u(uplink_stats().at("drops"), "xdp_oversize") - u(up0.at("drops"), "xdp_oversize") >= too_long.size();
+  }, 3s));
+  const json vm1 = port_stats("vm1"), up1 = uplink_stats();
+  EXPECT_EQ(u(up1.at("drops"), "xdp_oversize") - u(up0.at("drops"), "xdp_oversize"), too_long.size())
+      << up1.dump();
+  // Dropped in XDP, not by the socket (rx_dropped) nor on the port.
+  EXPECT_EQ(u(up1, "rx_dropped"), u(up0, "rx_dropped"));
+  EXPECT_EQ(u(up1, "rx_packets") - u(up0, "rx_packets"), 1u);
+  EXPECT_EQ(u(vm1, "tx_packets") - u(vm0, "tx_packets"), 1u);
+  EXPECT_EQ(total(vm1.at("drops")), total(vm0.at("drops"))) << vm1.dump();
+}
+
+}  // namespace
+}  // namespace xdpvhost::uplink_test

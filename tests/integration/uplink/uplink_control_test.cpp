@@ -1,0 +1,90 @@
+// uplink.add / uplink.remove at run time, and the unicast filter following
+// the guest ports: `bridge fdb show dev IF` lists each guest MAC that uses
+// the uplink as "self permanent" while its port exists, and nothing of ours
+// is left (entries, promiscuity, XDP program) after the daemon exits.
+
+#include "uplink_fixture.hpp"
+
+namespace xdpvhost::uplink_test {
+namespace {
+
+constexpr int kInUse = -32008;
+
+class UplinkControl : public UplinkTest {};
+
+TEST_F(UplinkControl, AddedAndRemovedAtRunTime) {
+  ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(json::array(), json::array())));
+  EXPECT_TRUE(lab_.node_xdp_programs().empty());
+
+  const json added = call("uplink.add", uplink_config());
+  ASSERT_FALSE(added.is_null());
+  EXPECT_EQ(added.value("link", ""), "up") << added.dump();
+  EXPECT_NE(added.value("xdp_program", ""), "") << added.dump();
+  const auto programs = lab_.node_xdp_programs();
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_EQ(programs[0].name, "xdpvhost_steer");
+  ASSERT_TRUE(wait_for([&] { return uplink_status().at("queues").at(0).value("bind_mode", "") == "copy"; }))
+      << uplink_status().dump();
+
+  ASSERT_FALSE(call("port.add", port_config(kVm1)).is_null());
+  EXPECT_TRUE(fdb_has(kVm1.mac));
+  std::unique_ptr<FrontendGuest> vm1;
+  ASSERT_NO_FATAL_FAILURE(connect_guest(vm1, kVm1));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1, kVm1));
+
+  // Refused while a port names it.
+  const RpcReply refused = daemon_->call("uplink.remove", {{"name", "up0"}});
+  EXPECT_FALSE(refused.ok);
+  EXPECT_EQ(refused.error_code, kInUse) << refused.error_message;
+  EXPECT_NE(refused.error_message.find("vm1"), std::string::npos) << refused.error_message;
+  EXPECT_EQ(lab_.node_xdp_programs().size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1, kVm1));
+
+  vm1.reset();
+  ASSERT_FALSE(call("port.remove", {{"name", "vm1"}}).is_null());
+  EXPECT_FALSE(fdb_has(kVm1.mac));
+  const json removed = call("uplink.remove", {{"name", "up0"}});
+  EXPECT_EQ(removed, json({{"removed", "up0"}}));
+  EXPECT_TRUE(call("uplink.list").empty());
+  EXPECT_TRUE(lab_.node_xdp_programs().empty()) << "the XDP program stayed after uplink.remove";
+  EXPECT_EQ(lab_.node_promiscuity(), 0);
+
+  // And once more: the interface is free for a new uplink.
+  const json again = call("uplink.add", uplink_config());
+  EXPECT_EQ(again.value("link", ""), "up") << again.dump();
+  EXPECT_EQ(lab_.node_xdp_programs().size(), 1u);
+  EXPECT_FALSE(call("uplink.remove", {{"name", "up0"}}).is_null());
+  EXPECT_TRUE(lab_.node_xdp_programs().empty());
+}
+
+TEST_F(UplinkControl, UnicastFilterFollowsThePorts) {
+  constexpr GuestAddress kVm3{"vm3", "52:54:00:00:20:03", "10.99.0.13"};
+  constexpr GuestAddress kLocal{"local", "52:54:00:00:20:04", "10.99.0.14"};
+  ASSERT_NO_FATAL_FAILURE(start_daemon(
+      daemon_config(json::array({uplink_config()}), json::array({port_config(kVm1), port_config(kVm2)}))));
+  EXPECT_TRUE(fdb_has(kVm1.mac));
+  EXPECT_TRUE(fdb_has(kVm2.mac));
+  EXPECT_EQ(uplink_status().value("unicast_filter", ""), "unicast list");
+  // veth has no IFF_UNICAST_FLT: the kernel makes it promiscuous for the list.
+  EXPECT_EQ(lab_.node_promiscuity(), 1);
+
+  ASSERT_FALSE(call("port.remove", {{"name", "vm2"}}).is_null());
+  EXPECT_TRUE(fdb_has(kVm1.mac));
+  EXPECT_FALSE(fdb_has(kVm2.mac)) << "port.remove left the guest's unicast filter entry";
+
+  ASSERT_FALSE(call("port.add", port_config(kVm3)).is_null());
+  EXPECT_TRUE(fdb_has(kVm3.mac));
+  json local = port_config(kLocal);
+  local.erase("uplink");
+  ASSERT_FALSE(call("port.add", local).is_null());
+  EXPECT_FALSE(fdb_has(kLocal.mac)) << "a port without the uplink got a filter entry on it";
+
+  ASSERT_NO_FATAL_FAILURE(stop_daemon());
+  EXPECT_FALSE(fdb_has(kVm1.mac)) << "left on the NIC at exit";
+  EXPECT_FALSE(fdb_has(kVm3.mac)) << "left on the NIC at exit";
+  EXPECT_EQ(lab_.node_promiscuity(), 0);
+  EXPECT_TRUE(lab_.node_xdp_programs().empty()) << "the XDP program stayed after exit";
+}
+
+}  // namespace
+}  // namespace xdpvhost::uplink_test
