@@ -2,6 +2,7 @@
 daemon started with reply checking, raw control-socket connections, and
 /proc readings of the daemon (fds, RSS)."""
 
+import atexit
 import json
 import os
 import shutil
@@ -49,7 +50,10 @@ def checked_daemon(path, config, extra_args=("--check-replies",)):
         args = " ".join(extra_args)
         f.write(f'#!/bin/sh\nexec {XDPVHOSTD} {args} "$@"\n')
     os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR)
-    return Daemon(path, config, binary=wrapper)
+    daemon = Daemon(path, config, binary=wrapper)
+    # Whatever happens to the test, no daemon outlives it.
+    atexit.register(daemon.kill)
+    return daemon
 
 
 def connect(path, timeout=10.0):
