@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""xdpvhost benchmark (issue 6): xdpvhostd side by side with DPDK
+(net_af_xdp + net_vhost) and the bare AF_XDP loop, on a veth pair in
+namespaces, one DPDK virtio_user guest.
+
+    sudo bench/run.py [--smoke] [--out DIR] [--xdpvhostd PATH]
+
+See bench/README.md for what each number means."""
+
+import argparse
+import datetime
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+
+from xvbench import backends, harness, profile  # noqa: E402
+
+
+def first_existing(*paths):
+    for p in paths:
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+def default_tools():
+    for d in (os.path.join(ROOT, "build-bench", "bench"), os.path.join(ROOT, "build", "bench")):
+        if os.path.exists(os.path.join(d, "xvb-xdpcount")):
+            return d
+    return os.path.join(ROOT, "build", "bench")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true",
+                    help="a few seconds per scenario, every code path, no thresholds (CI)")
+    ap.add_argument("--out", help="output directory (default bench/results/<profile>-<UTC time>)")
+    ap.add_argument("--xdpvhostd", help="the daemon binary (default $XDPVHOSTD, then build*/daemon/xdpvhostd)")
+    ap.add_argument("--tools-dir", help="where xvb-xdpcount, xvb-paced-send, xvb-icmp-rr and "
+                    "xdp_count.bpf.o are (default build-bench/bench, then build/bench)")
+    ap.add_argument("--backends", default=",".join(backends.ALL),
+                    help=f"comma-separated subset of {','.join(backends.ALL)}")
+    ap.add_argument("--reps", type=int, help="repetitions of the A B C D order (default: profile's)")
+    ap.add_argument("--backend-cpu", type=int, default=0, help="core of the backend and of the source/client")
+    ap.add_argument("--guest-cpu", type=int, default=1, help="core of the guest")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="nice level of backend and guest, e.g. -10 on a machine other jobs share "
+                    "(the source and the ICMP client always run at -20)")
+    ap.add_argument("--lock-wait", type=float, default=300, help="seconds to wait for another run to finish")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--summary-only", metavar="JSONL",
+                    help="only rebuild summary.md and the plots from an existing results.jsonl")
+    args = ap.parse_args()
+
+    prof = profile.SMOKE if args.smoke else profile.FULL
+    if args.reps:
+        prof.reps = args.reps
+    if args.summary_only:
+        return rebuild(args)
+    args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    bad = [b for b in args.backends if b not in backends.ALL]
+    if bad:
+        ap.error(f"unknown backends {bad}")
+    if not args.out:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        args.out = os.path.join(HERE, "results", f"{prof.name}-{stamp}")
+    args.out = os.path.abspath(args.out)
+    args.tools_dir = os.path.abspath(args.tools_dir or os.environ.get("XVB_TOOLS_DIR") or default_tools())
+    args.xdpvhostd = args.xdpvhostd or os.environ.get("XDPVHOSTD") or first_existing(
+        os.path.join(ROOT, "build", "daemon", "xdpvhostd"),
+        os.path.join(ROOT, "build-bench", "daemon", "xdpvhostd"))
+    if args.xdpvhostd:
+        args.xdpvhostd = os.path.abspath(args.xdpvhostd)
+    return harness.run(args, prof)
+
+
+def rebuild(args):
+    import json
+    from xvbench import summary, plots
+    out = os.path.dirname(os.path.abspath(args.summary_only))
+    with open(args.summary_only) as f:
+        recs = [json.loads(line) for line in f if line.strip()]
+    run_ids = [r["run_id"] for r in recs if r.get("scenario") == "run"]
+    if run_ids:
+        recs = [r for r in recs if r["run_id"] == run_ids[-1]]
+    print(summary.write(out, recs))
+    if not args.no_plots:
+        print(plots.draw(out, recs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

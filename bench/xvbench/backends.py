@@ -1,0 +1,272 @@
+"""The systems under test. Each one is started with its "endpoint": the
+testpmd whose forwarding mode a scenario sets (txonly / rxonly / icmpecho)
+and whose port 0 counters it reads.
+
+- xdpvhostd: the daemon on the uplink, the guest (DPDK virtio_user) on a
+  vhost-user port of it.
+- dpdk / dpdk-bp: the anchor, dpdk-testpmd io-forwarding between net_af_xdp
+  and net_vhost (busy_budget=0, and DPDK's default preferred busy polling),
+  the same guest on its vhost-user socket.
+- afxdp: the bare AF_XDP loop, DPDK's af_xdp PMD alone (no vhost); its own
+  testpmd is the endpoint (txonly for transmit, rxonly for receive,
+  icmpecho as an AF_XDP ICMP responder)."""
+
+import os
+import shutil
+import stat
+import time
+
+from . import launch
+from .console import TestpmdConsole
+from .topology import NODE_NS, UPLINK_IF, GUEST_MAC
+
+
+class Unavailable(RuntimeError):
+    """The backend could not be started or passes no traffic: its rows are
+    reported as unavailable, never as numbers."""
+
+
+def testpmd_base(prefix, cpu, memory_mb=512):
+    return ["dpdk-testpmd", "--no-pci", "--no-huge", "-m", str(memory_mb), f"--file-prefix={prefix}",
+            "--lcores", f"0@{cpu},1@{cpu}", "--main-lcore", "0", "--log-level=lib.eal:error"]
+
+
+def af_xdp_vdev(busy_budget):
+    vdev = f"net_af_xdp0,iface={UPLINK_IF},start_queue=0,queue_count=1"
+    if busy_budget is not None:
+        vdev += f",busy_budget={busy_budget}"
+    return vdev
+
+
+class Guest:
+    """The guest for every vhost-user backend: DPDK 22.11 testpmd with
+    net_virtio_user (queue_size=1024), pinned to its own core."""
+
+    def __init__(self, ctx, socket_path):
+        cmd = testpmd_base("xvb-guest", ctx.cfg.guest_cpu) + [
+            f"--vdev=net_virtio_user0,path={socket_path},queue_size=1024,mac={GUEST_MAC}",
+            "--", "-i", "--nb-cores=1", "--total-num-mbufs=16384", "--txpkts=64"]
+        cmd = launch.command(cmd, cpu=ctx.cfg.guest_cpu, nice=ctx.cfg.nice or None)
+        self.console = TestpmdConsole("guest", cmd, os.path.join(ctx.workdir, "testpmd-guest.log"),
+                                      preexec=ctx.groups["guest"].preexec())
+
+    def start(self):
+        launch.REGISTRY.add(self.console)
+        self.console.start()
+        return self
+
+    def stop(self):
+        self.console.stop()
+        launch.REGISTRY.discard(self.console)
+
+
+class Backend:
+    name = "?"
+    description = ""
+    has_guest = True
+    tunable = False
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.guest = None
+        self.endpoint = None
+        self.socket_path = os.path.join(ctx.workdir, "vm1.sock")
+        self.info = {}
+
+    def start(self):
+        raise NotImplementedError
+
+    def start_guest(self):
+        self.guest = Guest(self.ctx, self.socket_path).start()
+        self.endpoint = self.guest.console
+
+    def stop(self):
+        if self.guest:
+            self.guest.stop()
+            self.guest = None
+
+    def stats(self):
+        return None
+
+    def set_tunables(self, **kw):
+        raise Unavailable(f"{self.name} has no run-time tunables")
+
+
+class DpdkBackend(Backend):
+    has_guest = True
+
+    def __init__(self, ctx, busy_budget):
+        super().__init__(ctx)
+        self.busy_budget = busy_budget
+        self.name = "dpdk" if busy_budget == 0 else "dpdk-bp"
+        self.description = ("dpdk-testpmd io: net_af_xdp (busy_budget=0) <-> net_vhost"
+                            if busy_budget == 0 else
+                            "dpdk-testpmd io: net_af_xdp (default preferred busy polling) <-> net_vhost")
+        self.console = None
+
+    def start(self):
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+        cpu = self.ctx.cfg.backend_cpu
+        cmd = testpmd_base(f"xvb-{self.name}", cpu) + [
+            f"--vdev={af_xdp_vdev(0 if self.busy_budget == 0 else None)}",
+            f"--vdev=net_vhost0,iface={self.socket_path},queues=1",
+            "--", "-i", "--forward-mode=io", "--nb-cores=1", "--total-num-mbufs=16384"]
+        cmd = launch.command(cmd, netns=NODE_NS, cpu=cpu, nice=self.ctx.cfg.nice or None, bpffs=True)
+        self.console = TestpmdConsole(self.name, cmd, os.path.join(self.ctx.workdir, f"testpmd-{self.name}.log"),
+                                      preexec=self.ctx.groups["backend"].preexec())
+        launch.REGISTRY.add(self.console)
+        try:
+            self.console.start()
+            self.console.command("start")
+        except Exception as e:  # noqa: BLE001
+            raise Unavailable(f"{self.name} did not start: {e}") from e
+        self.info["log_notes"] = [l.strip() for l in self.console.tail(20000).splitlines()
+                                  if "busy" in l.lower() or "libxdp" in l.lower() or "af_xdp" in l.lower()][:12]
+        self.start_guest()
+        time.sleep(0.5)  # the vhost port's link comes up after the guest negotiated
+
+    def stop(self):
+        super().stop()
+        if self.console:
+            self.console.stop()
+            launch.REGISTRY.discard(self.console)
+            self.console = None
+
+    def stats(self):
+        return {f"port{p}": self.console.port_stats(p) for p in (0, 1)}
+
+
+class BareAfXdp(Backend):
+    name = "afxdp"
+    description = "bare AF_XDP loop: dpdk-testpmd net_af_xdp alone (busy_budget=0), txonly / rxonly / icmpecho"
+    has_guest = False
+
+    def start(self):
+        cpu = self.ctx.cfg.backend_cpu
+        cmd = testpmd_base("xvb-afxdp", cpu) + [
+            f"--vdev={af_xdp_vdev(0)}", "--", "-i", "--nb-cores=1", "--total-num-mbufs=16384",
+            "--txpkts=64"]
+        cmd = launch.command(cmd, netns=NODE_NS, cpu=cpu, nice=self.ctx.cfg.nice or None, bpffs=True)
+        self.console = TestpmdConsole("afxdp", cmd, os.path.join(self.ctx.workdir, "testpmd-afxdp.log"),
+                                      preexec=self.ctx.groups["backend"].preexec())
+        launch.REGISTRY.add(self.console)
+        try:
+            self.console.start()
+        except Exception as e:  # noqa: BLE001
+            raise Unavailable(f"afxdp did not start: {e}") from e
+        self.endpoint = self.console
+
+    def stop(self):
+        if self.console:
+            self.console.stop()
+            launch.REGISTRY.discard(self.console)
+            self.console = None
+
+    def stats(self):
+        return {"port0": self.console.port_stats(0)}
+
+
+class XdpvhostdBackend(Backend):
+    name = "xdpvhostd"
+    description = "xdpvhostd: uplink on the veth (AF_XDP), guest on a vhost-user port"
+    tunable = True
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.daemon = None
+
+    def config(self):
+        t = self.ctx.cfg.xdpvhostd_tunables
+        return {
+            "uplinks": [{"name": "up0", "interface": UPLINK_IF, "queues": [0], "bind": "auto"}],
+            "ports": [{"name": "vm1", "socket": self.socket_path, "mode": "server", "mac": GUEST_MAC,
+                       "uplink": "up0"}],
+            "tunables": dict(t),
+            "threads": {"count": 1, "cpus": [self.ctx.cfg.backend_cpu]},
+            "control": {"socket": os.path.join(self.ctx.workdir, "control.sock")},
+            "metrics": {"listen": ""},
+            "log": {"level": "info"},
+        }
+
+    def _wrapper(self, binary):
+        """xvtest's Daemon runs `binary --config FILE`; this wrapper puts the
+        daemon into the node namespace with bpffs, pinned to the backend core
+        (exec all the way down, so the pid is the daemon's)."""
+        path = os.path.join(self.ctx.workdir, "xdpvhostd-in-netns.sh")
+        inner = launch.command([binary], netns=NODE_NS, cpu=self.ctx.cfg.backend_cpu,
+                               nice=self.ctx.cfg.nice or None, bpffs=True)
+        quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in inner)
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\nexec {quoted} \"$@\"\n")
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return path
+
+    def start(self):
+        from xvtest.daemon import Daemon  # tests/pylib, put on sys.path by run.py
+        binary = self.ctx.xdpvhostd
+        if not binary or not os.access(binary, os.X_OK):
+            raise Unavailable(f"no xdpvhostd binary ({binary!r}); pass --xdpvhostd or set XDPVHOSTD")
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+        workdir = os.path.join(self.ctx.workdir, "xdpvhostd")
+        shutil.rmtree(workdir, ignore_errors=True)
+        self.daemon = Daemon(workdir, self.config(), binary=self._wrapper(binary))
+        launch.REGISTRY.add(self.daemon)
+        try:
+            self.daemon.start(timeout=15)
+        except (RuntimeError, TimeoutError) as e:
+            raise Unavailable(f"xdpvhostd refused the configuration or did not start: {e}") from e
+        self.ctx.groups["backend"].add(self.daemon.pid)
+        try:
+            self.info["uplinks"] = self.daemon.call("uplink.list")
+        except Exception as e:  # noqa: BLE001
+            self.info["uplinks"] = f"uplink.list failed: {e}"
+        self.start_guest()
+        deadline = time.monotonic() + 10
+        state = None
+        while time.monotonic() < deadline:
+            state = self.daemon.call("port.get", name="vm1").get("state")
+            if state == "running":
+                break
+            time.sleep(0.05)
+        if state != "running":
+            raise Unavailable(f"port vm1 never reached 'running' (state {state!r})\n{self.daemon.tail(15)}")
+
+    def stop(self):
+        super().stop()
+        if self.daemon:
+            try:
+                code = self.daemon.stop()
+                self.info["exit_code"] = code
+            except Exception:  # noqa: BLE001
+                self.daemon.kill()
+            launch.REGISTRY.discard(self.daemon)
+            self.daemon = None
+
+    def stats(self):
+        return self.daemon.call("stats.get")
+
+    def set_tunables(self, **kw):
+        return self.daemon.call("tunables.set", **kw)
+
+    def uplink_list(self):
+        return self.daemon.call("uplink.list")
+
+    def log_tail(self, lines=20):
+        return self.daemon.tail(lines) if self.daemon else ""
+
+
+def make(name, ctx):
+    if name == "xdpvhostd":
+        return XdpvhostdBackend(ctx)
+    if name == "dpdk":
+        return DpdkBackend(ctx, 0)
+    if name == "dpdk-bp":
+        return DpdkBackend(ctx, None)
+    if name == "afxdp":
+        return BareAfXdp(ctx)
+    raise ValueError(name)
+
+
+ALL = ("xdpvhostd", "dpdk", "dpdk-bp", "afxdp")

@@ -1,0 +1,310 @@
+"""The run: topology up, every backend in turn (A B C D A B C D ...), every
+scenario against each, sweeps on xdpvhostd, records, summary, plots, and
+teardown whatever happens."""
+
+import datetime
+import json
+import fcntl
+import os
+import signal
+import time
+
+from . import backends, cpu_account, launch, records, scenarios, summary
+from .backends import Unavailable
+from .console import ConsoleError
+from .load_tools import ToolError, XdpCounter
+from .topology import Topology
+
+WORKDIR = "/tmp/xdpvhost-bench"
+LOCK = "/tmp/xdpvhost-bench.lock"
+
+
+class Context:
+    pass
+
+
+def log(msg):
+    print(f"[{datetime.datetime.now().strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def main_scenarios(cfg):
+    """(scenario, params, needs, tunables, fn(ctx, sut)) in the order they run."""
+    out = []
+    for size in cfg.sizes:
+        out.append(("guest_to_outside", {"size": size}, ("g2o",), None,
+                    lambda ctx, sut, size=size: scenarios.guest_to_outside(ctx, sut, size)))
+    for size in cfg.sizes:
+        out.append(("outside_to_guest", {"size": size}, ("o2g",), None,
+                    lambda ctx, sut, size=size: scenarios.outside_to_guest(
+                        ctx, sut, size, ctx.hints.get((sut.name, size)))))
+    out.append(("request_response", {"interval_us": 0}, ("g2o", "o2g"), None,
+                lambda ctx, sut: scenarios.request_response(ctx, sut, cfg.rr_s)))
+    out.append(("light_load", {"interval_us": 1000}, ("g2o", "o2g"), None,
+                lambda ctx, sut: scenarios.request_response(ctx, sut, cfg.light_s, interval_us=1000)))
+    out.append(("idle", {}, ("g2o", "o2g"), None,
+                lambda ctx, sut: scenarios.idle(ctx, sut, cfg.idle_s)))
+    return out
+
+
+BOTH = ("g2o", "o2g")
+
+
+def sweep_rate(ctx):
+    """Offered rate of the guest-RX sweeps: 90% of the highest lossless 64 B
+    rate xdpvhostd reached at its default tunables (this repetition, or the
+    last one that measured it), so every sweep value runs near capacity."""
+    hint = ctx.hints.get(("xdpvhostd", 64))
+    return round(0.9 * hint) if hint else ctx.cfg.sweep_o2g_pps
+
+
+def sweep_list(cfg, rep):
+    """xdpvhostd's tunable sweeps; value order alternates between repetitions."""
+    def order(values):
+        return tuple(values) if rep % 2 == 0 else tuple(reversed(values))
+    out = []
+    for v in order(cfg.busy_poll_values):
+        out.append(("sweep_busy_poll", {"busy_poll_us": v, "load": "request_response"}, BOTH, {"busy_poll_us": v},
+                    lambda ctx, sut: scenarios.request_response(ctx, sut, cfg.sweep_rr_s)))
+        out.append(("sweep_busy_poll", {"busy_poll_us": v, "load": "light_load"}, BOTH, {"busy_poll_us": v},
+                    lambda ctx, sut: scenarios.request_response(ctx, sut, cfg.sweep_light_s, interval_us=1000)))
+    for v in order(cfg.signal_batch_values):
+        out.append(("sweep_signal_batch", {"signal_batch": v, "load": "outside_to_guest", "size": 64},
+                    BOTH, {"signal_batch": v},
+                    lambda ctx, sut: with_port_counters(ctx, sut, lambda: scenarios.fixed_rate(
+                        ctx, sut, sweep_rate(ctx), 64, cfg.sweep_trial_s))))
+        out.append(("sweep_signal_batch", {"signal_batch": v, "load": "guest_to_outside", "size": 64},
+                    BOTH, {"signal_batch": v},
+                    lambda ctx, sut: with_port_counters(ctx, sut, lambda: scenarios.guest_to_outside(
+                        ctx, sut, 64, cfg.sweep_trial_s))))
+    for v in order(cfg.napi_values):
+        out.append(("sweep_napi_busy_poll", {"napi_busy_poll": v, "load": "request_response"},
+                    BOTH, {"napi_busy_poll": v},
+                    lambda ctx, sut: with_napi_state(ctx, sut, lambda: scenarios.request_response(
+                        ctx, sut, cfg.sweep_rr_s))))
+        out.append(("sweep_napi_busy_poll", {"napi_busy_poll": v, "load": "outside_to_guest", "size": 64},
+                    BOTH, {"napi_busy_poll": v},
+                    lambda ctx, sut: with_napi_state(ctx, sut, lambda: scenarios.fixed_rate(
+                        ctx, sut, sweep_rate(ctx), 64, cfg.sweep_trial_s))))
+    return out
+
+
+def with_port_counters(ctx, sut, fn):
+    """fn's result plus the daemon's port and service-thread counter deltas
+    (interrupts, kicks, sleeps, wakeups) over the run."""
+    s0 = sut.stats()
+    res = fn()
+    s1 = sut.stats()
+    d = scenarios.counter_delta(s0, s1) or {}
+    threads = [scenarios.counter_delta({k: a.get(k) for k in THREAD_KEYS}, {k: b.get(k) for k in THREAD_KEYS})
+               for a, b in zip(s0.get("threads") or [], s1.get("threads") or [])]
+    res["daemon_counters"] = {"port": d.get("ports", {}).get("vm1"), "threads": threads}
+    return res
+
+
+THREAD_KEYS = ("sleeps", "wakeups", "busy_iterations", "empty_iterations")
+
+
+def with_napi_state(ctx, sut, fn):
+    res = fn()
+    try:
+        res["uplinks"] = sut.uplink_list()
+    except Exception as e:  # noqa: BLE001
+        res["uplinks"] = f"uplink.list failed: {e}"
+    return res
+
+
+def needs_met(needs, probe):
+    missing = [n for n in needs if not probe.get(n)]
+    if not missing:
+        return None
+    names = {"g2o": "guest->outside", "o2g": "outside->guest"}
+    return "probe: no frames " + " and ".join(names[m] for m in missing)
+
+
+def run_slot(ctx, name, rep):
+    cfg, rec = ctx.cfg, ctx.recorder
+    sut = backends.make(name, ctx)
+    plan = main_scenarios(cfg)
+    log(f"rep {rep}: {name} ({sut.description})")
+
+    def all_unavailable(reason, items):
+        for scen, params, *_ in items:
+            rec.write(rep, name, scen, params, "unavailable", error=reason)
+
+    lb = records.loadavg()
+    try:
+        try:
+            sut.start()
+        except Unavailable as e:
+            log(f"  {name} unavailable: {str(e).splitlines()[0]}")
+            rec.write(rep, name, "start", {}, "unavailable", error=str(e), load_before=lb)
+            all_unavailable(str(e).splitlines()[0], plan + (sweep_list(cfg, rep) if sut.tunable else []))
+            return
+        pr = scenarios.probe(ctx, sut)
+        pr["g2o"] = pr["g2o_frames"] > 0
+        pr["o2g"] = pr["o2g_delivered"] > 0
+        extra = {"backend_info": sut.info}
+        if not (pr["g2o"] and pr["o2g"]):
+            detail = {}
+            try:
+                detail["stats"] = sut.stats()
+            except Exception as e:  # noqa: BLE001
+                detail["stats"] = str(e)
+            if hasattr(sut, "log_tail"):
+                detail["log_tail"] = sut.log_tail()
+            extra["probe_detail"] = detail
+        err = None
+        if not (pr["g2o"] and pr["o2g"]):
+            err = (f"passes no traffic: {pr['g2o_frames']} frames guest->outside in {cfg.probe_s} s, "
+                   f"{pr['o2g_delivered']}/{pr['o2g_sent']} outside->guest"
+                   + (f"; uplink.list: {json.dumps(sut.info.get('uplinks'))}" if "uplinks" in sut.info else ""))
+        rec.write(rep, name, "probe", {}, "ok" if err is None else "unavailable", result=pr, error=err,
+                  load_before=lb, extra=extra)
+        log(f"  probe: {pr['g2o_frames']} frames guest->outside, "
+            f"{pr['o2g_delivered']}/{pr['o2g_sent']} outside->guest")
+        items = plan + (sweep_list(cfg, rep) if sut.tunable else [])
+        for i, item in enumerate(items):
+            scen, params, needs, tunables, fn = item
+            reason = needs_met(needs, pr)
+            if reason and err:
+                reason = f"{name} {err}"
+            if reason:
+                rec.write(rep, name, scen, params, "unavailable", error=reason)
+                continue
+            lb = records.loadavg()
+            try:
+                applied = None
+                if tunables:
+                    applied = sut.set_tunables(**tunables)["tunables"]
+                res = fn(ctx, sut)
+                if applied:
+                    res["tunables"] = applied
+                rec.write(rep, name, scen, params, "ok", result=res, load_before=lb)
+                log(f"  {scen} {params}: {summary.one_line(scen, res)}")
+                if scen == "outside_to_guest" and res.get("pps"):
+                    ctx.hints[(name, params["size"])] = res["offered_pps"]
+            except (Unavailable, ToolError) as e:
+                rec.write(rep, name, scen, params, "unavailable" if isinstance(e, Unavailable) else "error",
+                          error=str(e), load_before=lb)
+                log(f"  {scen} {params}: {type(e).__name__}: {str(e).splitlines()[0]}")
+            except (ConsoleError, OSError, RuntimeError, TimeoutError, KeyError, ValueError) as e:
+                rec.write(rep, name, scen, params, "error", error=f"{type(e).__name__}: {e}", load_before=lb)
+                log(f"  {scen} {params}: ERROR {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                if sut.endpoint is None or not sut.endpoint.alive():
+                    all_unavailable("the endpoint testpmd died earlier in this slot", items[i + 1:])
+                    break
+            finally:
+                if tunables:
+                    try:
+                        sut.set_tunables(**{k: cfg.xdpvhostd_tunables[k] for k in tunables})
+                    except Exception:  # noqa: BLE001
+                        pass
+    finally:
+        sut.stop()
+
+
+def acquire_lock(wait_s):
+    f = open(LOCK, "a+")
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            f.seek(0)
+            f.truncate()
+            f.write(str(os.getpid()))
+            f.flush()
+            return f
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                f.seek(0)
+                raise SystemExit(f"another benchmark run holds {LOCK} (pid {f.read().strip()}); "
+                                 "never run two at once")
+            time.sleep(1)
+
+
+def clean_groups(groups):
+    """Processes left in our cgroups by a killed earlier run (their testpmds
+    would hold the file prefixes and the veth): end them by pid."""
+    for g in groups.values():
+        for pid in g.pids():
+            log(f"ending leftover pid {pid} from an earlier run (cgroup {g.path})")
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def run(args, profile):
+    if os.geteuid() != 0:
+        raise SystemExit("the benchmark needs root (namespaces, XDP, cgroups)")
+    lock = acquire_lock(args.lock_wait)
+    os.makedirs(args.out, exist_ok=True)
+    run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    ctx = Context()
+    ctx.cfg = profile
+    profile.backend_cpu = args.backend_cpu
+    profile.guest_cpu = args.guest_cpu
+    profile.nice = args.nice
+    ctx.workdir = WORKDIR
+    ctx.tools = args.tools_dir
+    ctx.xdpvhostd = args.xdpvhostd
+    ctx.hints = {}
+    os.makedirs(WORKDIR, exist_ok=True)
+    kind, root = cpu_account.detect()
+    pmu, pmu_reason = cpu_account.pmu_available()
+    ctx.recorder = records.Recorder(os.path.join(args.out, "results.jsonl"), run_id, profile.name)
+    ctx.groups = {n: cpu_account.CpuGroup(f"xvb-{n}") for n in ("backend", "guest", "load")}
+    clean_groups(ctx.groups)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+    order = [b for b in backends.ALL if b in args.backends]
+    started = time.monotonic()
+    interrupted = False
+    try:
+        ctx.topo = Topology().create()
+        ctx.counter = XdpCounter(ctx.tools, os.path.join(WORKDIR, "xdpcount.log")).start()
+        env = records.environment()
+        meta = {"topology": ctx.topo.describe(), "environment": env, "cgroup": f"{kind} at {root}",
+                "pmu": pmu, "pmu_note": pmu_reason, "backend_cpu": profile.backend_cpu,
+                "guest_cpu": profile.guest_cpu, "nice": profile.nice, "order": order, "reps": profile.reps,
+                "xdp_counter_mode": ctx.counter.mode, "xdpvhostd": ctx.xdpvhostd,
+                "profile": {k: v for k, v in vars(profile).items()}}
+        ctx.recorder.write(None, None, "run", {}, "ok", result=meta, load_before=records.loadavg())
+        log(f"run {run_id} ({profile.name}): backends {order}, {profile.reps} repetitions; "
+            f"backend cpu {profile.backend_cpu}, guest cpu {profile.guest_cpu}, nice {profile.nice}; "
+            f"cgroup {kind}; {pmu_reason}")
+        for rep in range(profile.reps):
+            for name in order:
+                run_slot(ctx, name, rep)
+    except KeyboardInterrupt as e:
+        interrupted = True
+        log(f"interrupted ({e or 'Ctrl-C'}): tearing down")
+    finally:
+        launch.REGISTRY.kill_all()
+        if getattr(ctx, "topo", None):
+            ctx.topo.destroy()
+        for g in ctx.groups.values():
+            g.remove()
+        for s, h in old.items():
+            signal.signal(s, h)
+        ctx.recorder.close()
+    elapsed = time.monotonic() - started
+    log(f"measurements took {elapsed:.0f} s")
+    md = summary.write(args.out, [r for r in ctx.recorder.records], elapsed_s=elapsed, interrupted=interrupted)
+    if not args.no_plots:
+        from . import plots
+        note = plots.draw(args.out, ctx.recorder.records)
+        log(note)
+    print(md)
+    lock.close()
+    errors = [r for r in ctx.recorder.records if r.get("status") == "error"]
+    for r in errors:
+        log(f"error: {r['backend']} {r['scenario']} {r['params']}: {r.get('error', '').splitlines()[0]}")
+    if interrupted:
+        return 130
+    # "unavailable" (a backend that cannot run here, e.g. no uplink support)
+    # is a result; "error" (a tool or console failure) fails the run.
+    return 1 if errors else 0
