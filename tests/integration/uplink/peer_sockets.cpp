@@ -60,16 +60,14 @@ bool UdpSocket::send_to(const std::string& ip, std::uint16_t port,
 std::optional<Datagram> UdpSocket::receive(int timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    std::vector<std::uint8_t> buf(65536);
+    static thread_local std::uint8_t buf[65536];
     sockaddr_in from{};
     socklen_t len = sizeof from;
-    const ssize_t n = ::recvfrom(fd_.get(), buf.data(), buf.size(), 0,
-                                 reinterpret_cast<sockaddr*>(&from), &len);
+    const ssize_t n = ::recvfrom(fd_.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
     if (n >= 0) {
-      buf.resize(static_cast<std::size_t>(n));
       char ip[INET_ADDRSTRLEN] = {};
       ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
-      return Datagram{std::move(buf), ip, ntohs(from.sin_port)};
+      return Datagram{std::vector<std::uint8_t>(buf, buf + n), ip, ntohs(from.sin_port)};
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return std::nullopt;
@@ -181,15 +179,13 @@ bool PacketSocket::send(const std::vector<std::uint8_t>& frame) {
 std::vector<std::vector<std::uint8_t>> PacketSocket::receive(std::size_t count, int timeout_ms) {
   std::vector<std::vector<std::uint8_t>> frames;
   while (frames.size() < count) {
-    std::vector<std::uint8_t> buf(65536);
+    static thread_local std::uint8_t buf[65536];
     sockaddr_ll from{};
     socklen_t len = sizeof from;
-    const ssize_t n = ::recvfrom(fd_.get(), buf.data(), buf.size(), 0,
-                                 reinterpret_cast<sockaddr*>(&from), &len);
+    const ssize_t n = ::recvfrom(fd_.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
     if (n >= 0) {
       if (from.sll_pkttype == PACKET_OUTGOING) continue;
-      buf.resize(static_cast<std::size_t>(n));
-      frames.push_back(std::move(buf));
+      frames.emplace_back(buf, buf + n);
       continue;
     }
     if (!wait_readable(fd_.get(), timeout_ms)) break;  // quiet for timeout_ms
