@@ -160,6 +160,7 @@ struct PingPongCase {
   const char* name;
   std::uint32_t busy_poll_us;
   int exchanges;
+  bool event_idx = true;
 };
 
 void PrintTo(const PingPongCase& c, std::ostream* os) { *os << c.name; }
@@ -169,8 +170,10 @@ class PingPong : public DaemonTest, public ::testing::WithParamInterface<PingPon
 TEST_P(PingPong, NoFrameIsLostOverThousandsOfRequestResponseExchanges) {
   const auto& c = GetParam();
   start_daemon({port("a", 1), port("b", 2)}, {{"busy_poll_us", c.busy_poll_us}});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
+  fe::NegotiateOptions o;
+  o.event_idx = c.event_idx;
+  auto a = connect_guest("a", o);
+  auto b = connect_guest("b", o);
   ASSERT_TRUE(a && b);
   post_rx(*a);
   post_rx(*b);
@@ -220,7 +223,9 @@ TEST_P(PingPong, NoFrameIsLostOverThousandsOfRequestResponseExchanges) {
 
 INSTANTIATE_TEST_SUITE_P(Daemon, PingPong,
                          ::testing::Values(PingPongCase{"EventMode", 0, 2000},
-                                           PingPongCase{"BusyPoll50us", 50, 2000}),
+                                           PingPongCase{"EventModeNoEventIdx", 0, 2000, false},
+                                           PingPongCase{"BusyPoll50us", 50, 2000},
+                                           PingPongCase{"BusyPoll50usNoEventIdx", 50, 2000, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 class RunTime : public DaemonTest {};

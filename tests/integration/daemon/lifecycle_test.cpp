@@ -159,6 +159,15 @@ TEST_F(Lifecycle, ClientModeConnectsAndReconnectsWhenTheFrontendComesBack) {
     }  // the frontend goes away (socket closed and removed)
     EXPECT_TRUE(wait_until([&] { return port_state("c") == "waiting"; })) << port_get("c").dump();
   }
+  // Removing a client-mode port closes the connection but leaves the
+  // frontend's socket file alone.
+  fe::Frontend c(o);
+  c.listen();
+  ASSERT_TRUE(c.connect()) << c.last_error();
+  ASSERT_TRUE(c.negotiate()) << c.last_error();
+  rpc().call("port.remove", {{"name", "c"}});
+  EXPECT_TRUE(c.channel().wait_peer_closed(10s));
+  EXPECT_TRUE(std::filesystem::exists(socket_path("c"))) << "the daemon removed the frontend's socket";
 }
 
 TEST_F(Lifecycle, ASecondFrontendOnTheSameSocketIsRefused) {
