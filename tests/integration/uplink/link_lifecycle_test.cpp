@@ -54,6 +54,7 @@ TEST_F(LinkLifecycle, AdministrativelyDownThenUp) {
   std::string out;
   ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " down", &out), 0) << out;
   ASSERT_TRUE(wait_for([&] { return link() == "down"; })) << uplink_status().dump();
+  EXPECT_EQ(call("status").at("uplinks").at(0).value("link", ""), "down");
   ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(10));
 
   ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " up", &out), 0) << out;

@@ -34,6 +34,8 @@ struct BurstCase {
   std::uint32_t kick_every;  // guest kicks after this many frames
 };
 
+void PrintTo(const BurstCase& c, std::ostream* os) { *os << c.name; }
+
 class TxBurst : public UplinkTest, public ::testing::WithParamInterface<BurstCase> {};
 
 TEST_P(TxBurst, EveryFrameOfAGuestBurstArrivesAtThePeer) {

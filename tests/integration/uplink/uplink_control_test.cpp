@@ -3,10 +3,13 @@
 // the uplink as "self permanent" while its port exists, and nothing of ours
 // is left (entries, promiscuity, XDP program) after the daemon exits.
 
+#include "peer_sockets.hpp"
 #include "uplink_fixture.hpp"
 
 namespace xdpvhost::uplink_test {
 namespace {
+
+using namespace std::chrono_literals;
 
 constexpr int kInUse = -32008;
 
@@ -68,9 +71,30 @@ TEST_F(UplinkControl, UnicastFilterFollowsThePorts) {
   // veth has no IFF_UNICAST_FLT: the kernel makes it promiscuous for the list.
   EXPECT_EQ(lab_.node_promiscuity(), 1);
 
+  // Frames for vm2 are steered to the daemon while the port exists, and go
+  // to the node's kernel (XDP_PASS) once it is removed.
+  std::unique_ptr<PacketSocket> peer, node;
+  {
+    NetnsScope in(lab_.peer_fd());
+    peer = std::make_unique<PacketSocket>(UplinkLab::kPeerIf, 0x88b5);
+  }
+  {
+    NetnsScope in(lab_.node_fd());
+    node = std::make_unique<PacketSocket>(UplinkLab::kNodeIf, 0x88b5);
+  }
+  const auto to_vm2 = testing::build_ethernet(parse_mac_text(kVm2.mac), parse_mac_text(UplinkLab::kPeerMac),
+                                              0x88b5, std::vector<std::uint8_t>(100, 1));
+  const std::uint64_t rx0 = uplink_stats().at("rx_packets").get<std::uint64_t>();
+  ASSERT_TRUE(peer->send(to_vm2));
+  EXPECT_TRUE(wait_for([&] { return uplink_stats().at("rx_packets").get<std::uint64_t>() == rx0 + 1; }, 3s));
+  EXPECT_TRUE(node->receive(1, 200).empty()) << "redirected frames must not reach the node's stack";
+
   ASSERT_FALSE(call("port.remove", {{"name", "vm2"}}).is_null());
   EXPECT_TRUE(fdb_has(kVm1.mac));
   EXPECT_FALSE(fdb_has(kVm2.mac)) << "port.remove left the guest's unicast filter entry";
+  ASSERT_TRUE(peer->send(to_vm2));
+  EXPECT_EQ(node->receive(1, 1000).size(), 1u) << "after port.remove the MAC is still steered away from the node";
+  EXPECT_EQ(uplink_stats().at("rx_packets").get<std::uint64_t>(), rx0 + 1);
 
   ASSERT_FALSE(call("port.add", port_config(kVm3)).is_null());
   EXPECT_TRUE(fdb_has(kVm3.mac));
