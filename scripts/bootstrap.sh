@@ -7,7 +7,7 @@ PACKAGES="
   build-essential cmake ninja-build pkg-config git ca-certificates
   clang llvm libclang-rt-14-dev
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev libmnl-dev
-  libboost-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
+  libboost-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   iproute2 iputils-ping ethtool kmod procps psmisc util-linux cpio xz-utils zstd
   dpdk dpdk-dev qemu-system-x86 busybox-static iperf3 tcpdump
