@@ -50,6 +50,8 @@ def main():
     ap.add_argument("--nice", type=int, default=0,
                     help="nice level of backend and guest, e.g. -10 on a machine other jobs share "
                     "(the source and the ICMP client always run at -20)")
+    ap.add_argument("--client-sched", choices=("fifo", "nice"), default="fifo",
+                    help="ICMP client scheduling: SCHED_FIFO 10 (default) or nice -20 only")
     ap.add_argument("--lock-wait", type=float, default=300, help="seconds to wait for another run to finish")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--summary-only", metavar="JSONL",

@@ -31,6 +31,15 @@ def testpmd_base(prefix, cpu, memory_mb=512):
             "--lcores", f"0@{cpu},1@{cpu}", "--main-lcore", "0", "--log-level=lib.eal:error"]
 
 
+AF_XDP_LOG = "--log-level=pmd.net.af_xdp:info"  # says whether preferred busy polling was configured
+
+
+def log_notes(console):
+    return [l.strip() for l in console.tail(20000).splitlines()
+            if not l.startswith("$ ")
+            and any(w in l.lower() for w in ("busy", "libxdp", "af_xdp", "zero copy", "xsk"))][:12]
+
+
 def af_xdp_vdev(busy_budget):
     vdev = f"net_af_xdp0,iface={UPLINK_IF},start_queue=0,queue_count=1"
     if busy_budget is not None:
@@ -88,6 +97,13 @@ class Backend:
     def stats(self):
         return None
 
+    def alive(self):
+        """The backend and the endpoint testpmd still run."""
+        return self.endpoint is not None and self.endpoint.alive()
+
+    def death_note(self):
+        return "the endpoint testpmd exited:\n" + (self.endpoint.tail(1500) if self.endpoint else "")
+
     def set_tunables(self, **kw):
         raise Unavailable(f"{self.name} has no run-time tunables")
 
@@ -109,7 +125,7 @@ class DpdkBackend(Backend):
             os.unlink(self.socket_path)
         cpu = self.ctx.cfg.backend_cpu
         cmd = testpmd_base(f"xvb-{self.name}", cpu) + [
-            f"--vdev={af_xdp_vdev(0 if self.busy_budget == 0 else None)}",
+            AF_XDP_LOG, f"--vdev={af_xdp_vdev(0 if self.busy_budget == 0 else None)}",
             f"--vdev=net_vhost0,iface={self.socket_path},queues=1",
             "--", "-i", "--forward-mode=io", "--nb-cores=1", "--total-num-mbufs=16384"]
         cmd = launch.command(cmd, netns=NODE_NS, cpu=cpu, nice=self.ctx.cfg.nice or None, bpffs=True)
@@ -121,8 +137,7 @@ class DpdkBackend(Backend):
             self.console.command("start")
         except Exception as e:  # noqa: BLE001
             raise Unavailable(f"{self.name} did not start: {e}") from e
-        self.info["log_notes"] = [l.strip() for l in self.console.tail(20000).splitlines()
-                                  if "busy" in l.lower() or "libxdp" in l.lower() or "af_xdp" in l.lower()][:12]
+        self.info["log_notes"] = log_notes(self.console)
         self.start_guest()
         time.sleep(0.5)  # the vhost port's link comes up after the guest negotiated
 
@@ -136,6 +151,14 @@ class DpdkBackend(Backend):
     def stats(self):
         return {f"port{p}": self.console.port_stats(p) for p in (0, 1)}
 
+    def alive(self):
+        return super().alive() and self.console is not None and self.console.alive()
+
+    def death_note(self):
+        if self.console is not None and not self.console.alive():
+            return f"{self.name} testpmd exited:\n{self.console.tail(1500)}"
+        return super().death_note()
+
 
 class BareAfXdp(Backend):
     name = "afxdp"
@@ -145,7 +168,7 @@ class BareAfXdp(Backend):
     def start(self):
         cpu = self.ctx.cfg.backend_cpu
         cmd = testpmd_base("xvb-afxdp", cpu) + [
-            f"--vdev={af_xdp_vdev(0)}", "--", "-i", "--nb-cores=1", "--total-num-mbufs=16384",
+            AF_XDP_LOG, f"--vdev={af_xdp_vdev(0)}", "--", "-i", "--nb-cores=1", "--total-num-mbufs=16384",
             "--txpkts=64"]
         cmd = launch.command(cmd, netns=NODE_NS, cpu=cpu, nice=self.ctx.cfg.nice or None, bpffs=True)
         self.console = TestpmdConsole("afxdp", cmd, os.path.join(self.ctx.workdir, "testpmd-afxdp.log"),
@@ -155,6 +178,7 @@ class BareAfXdp(Backend):
             self.console.start()
         except Exception as e:  # noqa: BLE001
             raise Unavailable(f"afxdp did not start: {e}") from e
+        self.info["log_notes"] = log_notes(self.console)
         self.endpoint = self.console
 
     def stop(self):
@@ -191,14 +215,16 @@ class XdpvhostdBackend(Backend):
 
     def _wrapper(self, binary):
         """xvtest's Daemon runs `binary --config FILE`; this wrapper puts the
-        daemon into the node namespace with bpffs, pinned to the backend core
-        (exec all the way down, so the pid is the daemon's)."""
+        daemon into its own session, the node namespace with bpffs, pinned to
+        the backend core (exec all the way down, so the pid is the daemon's)."""
         path = os.path.join(self.ctx.workdir, "xdpvhostd-in-netns.sh")
         inner = launch.command([binary], netns=NODE_NS, cpu=self.ctx.cfg.backend_cpu,
                                nice=self.ctx.cfg.nice or None, bpffs=True)
         quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in inner)
         with open(path, "w") as f:
-            f.write(f"#!/bin/sh\nexec {quoted} \"$@\"\n")
+            # setsid (no fork: the shell is no group leader): a Ctrl-C meant for
+            # the harness must not reach the daemon, the teardown stops it.
+            f.write(f"#!/bin/sh\nexec setsid {quoted} \"$@\"\n")
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
         return path
 
@@ -246,6 +272,14 @@ class XdpvhostdBackend(Backend):
 
     def stats(self):
         return self.daemon.call("stats.get")
+
+    def alive(self):
+        return super().alive() and self.daemon is not None and self.daemon.proc.poll() is None
+
+    def death_note(self):
+        if self.daemon is not None and self.daemon.proc.poll() is not None:
+            return f"xdpvhostd exited with {self.daemon.proc.returncode}:\n{self.daemon.tail(15)}"
+        return super().death_note()
 
     def set_tunables(self, **kw):
         return self.daemon.call("tunables.set", **kw)

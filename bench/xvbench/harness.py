@@ -23,6 +23,14 @@ class Context:
     pass
 
 
+STOP = []  # signals received
+
+
+def check_stop():
+    if STOP:
+        raise KeyboardInterrupt(f"signal {STOP[0]}")
+
+
 def log(msg):
     print(f"[{datetime.datetime.now().strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -164,7 +172,13 @@ def run_slot(ctx, name, rep):
             f"{pr['o2g_delivered']}/{pr['o2g_sent']} outside->guest")
         items = plan + (sweep_list(cfg, rep) if sut.tunable else [])
         for i, item in enumerate(items):
+            check_stop()
             scen, params, needs, tunables, fn = item
+            if not sut.alive():
+                all_unavailable(f"{name} died earlier in this slot", items[i:])
+                rec.write(rep, name, "died", {}, "error", error=sut.death_note())
+                log(f"  {name} died: {sut.death_note()}")
+                break
             reason = needs_met(needs, pr)
             if reason and err:
                 reason = f"{name} {err}"
@@ -245,6 +259,7 @@ def run(args, profile):
     profile.backend_cpu = args.backend_cpu
     profile.guest_cpu = args.guest_cpu
     profile.nice = args.nice
+    profile.client_sched = args.client_sched
     ctx.workdir = WORKDIR
     ctx.tools = args.tools_dir
     ctx.xdpvhostd = args.xdpvhostd
@@ -257,8 +272,11 @@ def run(args, profile):
     clean_groups(ctx.groups)
 
     def on_signal(signum, frame):
+        # A KeyboardInterrupt raised while a finalizer runs (Popen.__del__) is
+        # swallowed by Python; the flag makes the run stop at the next check.
+        STOP.append(signum)
         raise KeyboardInterrupt(f"signal {signum}")
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
     order = [b for b in backends.ALL if b in args.backends]
     started = time.monotonic()
@@ -269,7 +287,8 @@ def run(args, profile):
         env = records.environment()
         meta = {"topology": ctx.topo.describe(), "environment": env, "cgroup": f"{kind} at {root}",
                 "pmu": pmu, "pmu_note": pmu_reason, "backend_cpu": profile.backend_cpu,
-                "guest_cpu": profile.guest_cpu, "nice": profile.nice, "order": order, "reps": profile.reps,
+                "guest_cpu": profile.guest_cpu, "nice": profile.nice, "client_sched": profile.client_sched,
+                "order": order, "reps": profile.reps,
                 "xdp_counter_mode": ctx.counter.mode, "xdpvhostd": ctx.xdpvhostd,
                 "profile": {k: v for k, v in vars(profile).items()}}
         ctx.recorder.write(None, None, "run", {}, "ok", result=meta, load_before=records.loadavg())
@@ -278,6 +297,7 @@ def run(args, profile):
             f"cgroup {kind}; {pmu_reason}")
         for rep in range(profile.reps):
             for name in order:
+                check_stop()
                 run_slot(ctx, name, rep)
     except KeyboardInterrupt as e:
         interrupted = True

@@ -99,10 +99,17 @@ def paced_send(tools_dir, rate, seconds, size, cpu, dst_mac=GUEST_MAC, burst=0, 
     return res
 
 
-def icmp_rr(tools_dir, seconds, cpu, interval_us=0, warmup=100, timeout_ms=100, cgroup=None):
+def icmp_rr(tools_dir, seconds, cpu, interval_us=0, warmup=100, timeout_ms=100, cgroup=None, sched="fifo"):
+    """sched 'fifo': the client runs SCHED_FIFO 10 (it blocks in recv() for
+    every reply and never spins, so it cannot starve the core); a reply then
+    wakes it at once even when a busy-polling backend holds the core. With
+    'nice' (nice -20 only) the wake-up waits for the scheduler to preempt
+    the poller, which put milliseconds into DPDK's p99 here."""
     cmd = launch.command([tool_path(tools_dir, "xvb-icmp-rr"), "--dst", GUEST_IP, "--duration",
                           str(seconds), "--interval-us", str(interval_us), "--warmup", str(warmup),
                           "--timeout-ms", str(timeout_ms)], netns=PEER_NS, cpu=cpu, nice=-20)
+    if sched == "fifo":
+        cmd = ["chrt", "--fifo", "10"] + cmd
     res, r = _run_json(cmd, seconds * 2 + warmup * timeout_ms / 1000 + 30,
                        cgroup.preexec() if cgroup else None, "xvb-icmp-rr")
     res["exit_code"] = r.returncode

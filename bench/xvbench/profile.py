@@ -31,6 +31,7 @@ class Profile:
     sweep_trial_s: float
     backend_cpu: int = 0           # the backend, and the paced source / ICMP client (nice -20)
     guest_cpu: int = 1             # the guest alone
+    client_sched: str = "fifo"     # ICMP client: SCHED_FIFO 10 (blocking, never spins) or "nice" (-20 only)
     nice: int = 0                  # nice level of backend and guest (the source/client run at -20)
     settle_s: float = 0.2          # after a paced trial, before counters are read
     xdpvhostd_tunables: dict = field(default_factory=lambda: {

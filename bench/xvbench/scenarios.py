@@ -187,7 +187,8 @@ def request_response(ctx, sut, seconds, interval_us=0):
     try:
         c0 = cpu_snap(ctx)
         res = icmp_rr(ctx.tools, seconds, cfg.backend_cpu, interval_us=interval_us,
-                      warmup=cfg.rr_warmup if interval_us == 0 else 20, cgroup=ctx.groups["load"])
+                      warmup=cfg.rr_warmup if interval_us == 0 else 20, cgroup=ctx.groups["load"],
+                      sched=cfg.client_sched)
         c1 = cpu_snap(ctx)
     finally:
         set_mode(sut.endpoint, "stop")

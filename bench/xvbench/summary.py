@@ -155,7 +155,8 @@ def one_line(scen, res):
         return (f"{fmt_pps(res['pps'])}pps, backend {fmt_ns(dig(res, 'ns_per_packet', 'backend') or 0)}/pkt, "
                 f"{fmt_pct(dig(res, 'cpu', 'backend', 'core_fraction') or 0)} of a core")
     if scen == "outside_to_guest":
-        return (f"{fmt_pps(res['pps'])}pps at ≤{res['loss_limit'] * 100:.1f}% loss "
+        rate = f"{fmt_pps(res['pps'])}pps" if res["pps"] else "no rate passed"
+        return (f"{rate} at ≤{res['loss_limit'] * 100:.1f}% loss "
                 f"(first failing {fmt_pps(res['lowest_failing_pps']) if res.get('lowest_failing_pps') else '–'}, "
                 f"{len(res['trials'])} trials)")
     if "rtt_us" in res:
@@ -306,7 +307,8 @@ def write(out_dir, records, elapsed_s=None, interrupted=False):
     lines += [
         f"- machine: {env.get('cpus')} CPUs ({env.get('cpu_model')}), kernel {env.get('kernel')}, "
         f"DPDK {env.get('dpdk')}; backend (and source/client, nice -20) on CPU {meta.get('backend_cpu')}, "
-        f"guest alone on CPU {meta.get('guest_cpu')}; backend and guest at nice {meta.get('nice', 0)}",
+        f"guest alone on CPU {meta.get('guest_cpu')}; backend and guest at nice {meta.get('nice', 0)}; "
+        f"ICMP client {'SCHED_FIFO' if meta.get('client_sched', 'fifo') == 'fifo' else 'nice -20'}",
         f"- order {' '.join(meta.get('order', []))}, repeated {meta.get('reps')}× (medians; "
         f"xdpvhostd/DPDK = median of per-repetition ratios)"
         + (f"; measurements took {elapsed_s / 60:.1f} min" if elapsed_s else ""),
