@@ -2,6 +2,8 @@
 
 #include "config.hpp"
 
+#include "json_nesting.hpp"
+
 #include <sys/un.h>
 
 #include <cstdio>
@@ -294,6 +296,9 @@ ConfigResult<Config> parse_config(const json& document) {
 }
 
 ConfigResult<Config> parse_config_text(std::string_view text) {
+  if (json_nesting_depth(text, kMaxJsonNesting) > kMaxJsonNesting)
+    return ConfigError{ConfigErrorKind::kSyntax,
+                       "nested deeper than " + std::to_string(kMaxJsonNesting) + " levels", {}};
   json document;
   try {
     document = json::parse(text);

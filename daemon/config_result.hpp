@@ -23,6 +23,7 @@ enum class ConfigErrorKind {
   kSocketInUse,  // a socket path is taken by another port or the control socket
   kNotFound,     // a named port or uplink does not exist
   kInUse,        // still referenced (uplink named by ports, interface queue bound)
+  kOperationFailed,  // valid, but the daemon could not do it (socket not bindable, ...)
 };
 
 struct ConfigError {
@@ -43,6 +44,7 @@ struct ConfigError {
       case ConfigErrorKind::kSocketInUse: return RpcErrorCode::kSocketInUse;
       case ConfigErrorKind::kNotFound: return RpcErrorCode::kNotFound;
       case ConfigErrorKind::kInUse: return RpcErrorCode::kInUse;
+      case ConfigErrorKind::kOperationFailed: return RpcErrorCode::kOperationFailed;
       default: return RpcErrorCode::kInvalidParams;
     }
   }

@@ -7,6 +7,8 @@ namespace xdpvhost::daemon::config_rules {
 namespace {
 
 constexpr std::size_t kShownErrors = 3;
+constexpr std::uint32_t kXdpHeadroom = 256;   // XDP_PACKET_HEADROOM, before every AF_XDP frame
+constexpr std::uint32_t kL2Overhead = 14 + 4;  // Ethernet header + one VLAN tag
 
 std::string json_quoted(std::string_view s) {
   return nlohmann::json(std::string(s)).dump(-1, ' ', false,
@@ -104,9 +106,22 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
     return field_error(ConfigErrorKind::kSocketInUse, where, "socket",
                        json_quoted(port.socket) + " is the control socket");
   }
-  if (port.uplink && !config.find_uplink(*port.uplink)) {
-    return field_error(ConfigErrorKind::kNotFound, where, "uplink",
-                       "there is no uplink " + json_quoted(*port.uplink));
+  if (port.uplink) {
+    const UplinkConfig* uplink = config.find_uplink(*port.uplink);
+    if (uplink == nullptr) {
+      return field_error(ConfigErrorKind::kNotFound, where, "uplink",
+                         "there is no uplink " + json_quoted(*port.uplink));
+    }
+    // A frame must fit one UMEM frame after the kernel's XDP headroom.
+    const std::uint32_t room = uplink->frame_size - kXdpHeadroom;
+    if (port.mtu + kL2Overhead > room) {
+      return field_error(ConfigErrorKind::kInvalid, where, "mtu",
+                         std::to_string(port.mtu) + " needs frames of " +
+                             std::to_string(port.mtu + kL2Overhead) + " bytes; uplink " +
+                             json_quoted(uplink->name) + " (frame_size " +
+                             std::to_string(uplink->frame_size) + ") holds at most " +
+                             std::to_string(room) + (uplink->frame_size < 4096 ? " (use frame_size 4096)" : ""));
+    }
   }
   return check_thread(config, port.thread, where);
 }

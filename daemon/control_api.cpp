@@ -105,12 +105,9 @@ RpcResult ControlApi::port_get(const json& params) {
 RpcResult ControlApi::port_add(const json& params) {
   auto port = parse_port(params, "params");
   if (!port) return to_rpc_error(port.error());
-  // The rules first (names, MACs, sockets, references): what fails after
-  // them is opening the port, an operation_failed.
-  if (auto next = with_port_added(daemon_.config(), port.value()); !next)
-    return to_rpc_error(next.error());
-  if (auto error = daemon_.add_port(port.value()))
-    return RpcError{RpcErrorCode::kOperationFailed, error->message, nullptr};
+  // Rule violations keep their own codes; failing to open the port is an
+  // operation_failed (ConfigErrorKind::kOperationFailed).
+  if (auto error = daemon_.add_port(port.value())) return to_rpc_error(*error);
   return port_detail_json(port->name);
 }
 

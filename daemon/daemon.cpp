@@ -71,7 +71,7 @@ std::optional<ConfigError> Daemon::add_uplink(const UplinkConfig& uplink) {
   config_ = std::move(next.value());
   if (std::string error = open_uplink(uplink); !error.empty()) {
     config_ = previous;
-    return ConfigError{ConfigErrorKind::kInvalid, "uplink " + uplink.name + ": " + error, {}};
+    return ConfigError{ConfigErrorKind::kOperationFailed, "uplink " + uplink.name + ": " + error, {}};
   }
   persist();
   return std::nullopt;
@@ -115,7 +115,7 @@ std::optional<ConfigError> Daemon::add_port(const PortConfig& port) {
   config_ = std::move(next.value());
   if (std::string error = open_port(port); !error.empty()) {
     config_ = previous;
-    return ConfigError{ConfigErrorKind::kInvalid, "port " + port.name + ": " + error, {}};
+    return ConfigError{ConfigErrorKind::kOperationFailed, "port " + port.name + ": " + error, {}};
   }
   persist();
   return std::nullopt;

@@ -1,5 +1,7 @@
 #include "rpc_dispatcher.hpp"
 
+#include "json_nesting.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -13,38 +15,6 @@ namespace {
 
 json reply_error(const json& id, const RpcError& error) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"error", error_object(error)}};
-}
-
-// Requests of this protocol nest a few levels deep. Deeper documents are
-// refused before they are parsed: copying, validating or printing them
-// recurses once per level and would overflow the stack.
-constexpr std::size_t kMaxNesting = 64;
-
-// Deepest nesting of arrays and objects in `text` (JSON or not), counting
-// only brackets outside strings; stops counting past `limit`.
-std::size_t nesting_depth(std::string_view text, std::size_t limit) {
-  std::size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return deepest;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
 }
 
 std::string dump(const json& j) {
@@ -80,9 +50,9 @@ std::string RpcDispatcher::too_large(std::size_t limit) const {
 }
 
 std::string RpcDispatcher::handle(std::string_view line) {
-  if (nesting_depth(line, kMaxNesting) > kMaxNesting)
+  if (json_nesting_depth(line, kMaxJsonNesting) > kMaxJsonNesting)
     return dump(reply_error(nullptr, {RpcErrorCode::kInvalidRequest,
-                                      "request nested deeper than " + std::to_string(kMaxNesting) +
+                                      "request nested deeper than " + std::to_string(kMaxJsonNesting) +
                                           " levels",
                                       nullptr}));
   json request = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);

@@ -164,10 +164,9 @@ json uplink_stats(const UplinkStatsSnapshot& s) {
   json d = json::object();
   for (std::size_t i = 0; i < drops.size(); ++i)
     d[dataplane::to_string(static_cast<dataplane::DropReason>(i))] = drops[i];
-  // Dropped before a frame reached us: in the XDP program, in the packet socket.
+  // Dropped before a frame reached us: in the XDP program (runts and frames it
+  // cannot redirect are passed to the kernel, not dropped), in the packet socket.
   d["xdp_oversize"] = s.xdp_oversize;
-  d["xdp_redirect_failed"] = s.xdp_redirect_failed;
-  d["xdp_malformed"] = s.xdp_malformed;
   d["flood_socket_full"] = flood_dropped;
   total["drops"] = d;
   total["queues"] = queues;

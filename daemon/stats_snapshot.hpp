@@ -109,15 +109,13 @@ struct UplinkQueueStatsSnapshot {
 // An uplink: its queues and its XDP program's drops.
 struct UplinkStatsSnapshot {
   std::vector<UplinkQueueStatsSnapshot> queues;
-  std::uint64_t xdp_oversize = 0, xdp_redirect_failed = 0, xdp_malformed = 0;
+  std::uint64_t xdp_oversize = 0;
 
   static UplinkStatsSnapshot of(const dataplane::UplinkController& u) {
     UplinkStatsSnapshot s;
     for (const auto& p : u.ports()) s.queues.push_back(UplinkQueueStatsSnapshot::of(*p));
     const auto x = u.program_stats();
     s.xdp_oversize = x.oversize_dropped;
-    s.xdp_redirect_failed = x.redirect_failed;
-    s.xdp_malformed = x.malformed;
     return s;
   }
   UplinkStatsSnapshot since(const UplinkStatsSnapshot& b) const {
@@ -125,8 +123,6 @@ struct UplinkStatsSnapshot {
     for (std::size_t i = 0; i < d.queues.size() && i < b.queues.size(); ++i)
       d.queues[i] = queues[i].since(b.queues[i]);
     d.xdp_oversize -= b.xdp_oversize;
-    d.xdp_redirect_failed -= b.xdp_redirect_failed;
-    d.xdp_malformed -= b.xdp_malformed;
     return d;
   }
 };

@@ -169,8 +169,14 @@ void GuestPort::report_broken(Queue& q, std::uint32_t vring) {
   status_[vring].error.store(error, std::memory_order_relaxed);
   status_[vring].state.store(QueueState::kBroken, std::memory_order_relaxed);
   counters().queue_errors.add();
-  spdlog::warn("port {}: vring {} broken ({}); it stays stopped until the guest resets the device",
-               name(), vring, virtio::to_string(error));
+  // Once per break; a guest that breaks its rings in a loop is logged at the
+  // first ten breaks and then every power of ten.
+  std::uint64_t n = counters().queue_errors.get();
+  while (n > 10 && n % 10 == 0) n /= 10;
+  if (n <= 10)
+    spdlog::warn("port {}: vring {} broken ({}); it stays stopped until the guest resets the "
+                 "device (queue error #{})",
+                 name(), vring, virtio::to_string(error), counters().queue_errors.get());
   if (q.err.valid()) signal_eventfd(q.err);
   wait_fds_changed();
 }

@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -172,27 +174,27 @@ void ServiceThread::rebuild_wait_set() {
     epoll_event ev{};
     ev.events = events;
     ev.data.ptr = data;
-    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
-      spdlog::warn("service thread {}: epoll_ctl add fd {} failed", index_, fd);
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0 && !epoll_error_logged_) {
+      epoll_error_logged_ = true;  // would repeat at every rebuild
+      spdlog::warn("service thread {}: epoll_ctl add fd {} failed: {}", index_, fd,
+                   std::strerror(errno));
+    }
   };
   add(commands_.fd(), EPOLLIN, &kCommandMarker);
   add(doorbell_.get(), EPOLLIN, &kDoorbellMarker);
-  for (WaitFd& w : wait_fds_) add(w.fd, w.events, &w);
+  for (WaitFd& w : wait_fds_) add(w.fd, w.is_kick ? w.events | EPOLLET : w.events, &w);
   wait_fds_dirty_ = false;
 }
 
 void ServiceThread::sleep() {
   for (Port* p : ports_) wait_fds_dirty_ = p->take_wait_fds_changed() || wait_fds_dirty_;
   if (wait_fds_dirty_) rebuild_wait_set();
-  // Kicks that came while we polled are read (and counted) before
-  // notifications are re-armed; one arriving after this wakes epoll.
-  for (const WaitFd& w : wait_fds_) {
-    if (!w.is_kick) continue;
-    std::uint64_t value = 0;
-    if (::read(w.fd, &value, sizeof value) == sizeof value) w.port->counters().kicks.add(value);
-  }
+  // Kick eventfds are edge-triggered and read only when epoll reports them:
+  // no syscall per sleep for them. A kick that came before notifications are
+  // re-armed is covered by the re-check of every ring in prepare_sleep().
   bool work = false;
   for (Port* p : ports_) work = p->prepare_sleep() || work;
+  bool woke_for_commands = false;
   if (!work) {
     sleeping_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -207,15 +209,22 @@ void ServiceThread::sleep() {
       counters_.wakeups.add();
       for (int i = 0; i < n; ++i) {
         auto* w = static_cast<WaitFd*>(events[i].data.ptr);
-        if (w == &kCommandMarker || w == &kDoorbellMarker || !w->is_kick) continue;
-        std::uint64_t value = 0;
-        if (::read(w->fd, &value, sizeof value) == sizeof value) w->port->counters().kicks.add(value);
+        if (w == &kCommandMarker) {
+          woke_for_commands = true;
+        } else if (w == &kDoorbellMarker) {
+          doorbell_.drain();
+        } else if (w->is_kick) {
+          std::uint64_t value = 0;
+          if (::read(w->fd, &value, sizeof value) == sizeof value)
+            w->port->counters().kicks.add(value);
+        }
       }
     }
     sleeping_.store(false, std::memory_order_relaxed);
   }
-  commands_.clear_wakeup();
-  doorbell_.drain();
+  // The command eventfd stays readable until drained; only then, so that a
+  // busy thread does not pay a syscall per sleep for it.
+  if (woke_for_commands) commands_.clear_wakeup();
   for (Port* p : ports_) p->after_wake();
   state_.store(State::kBusy, std::memory_order_relaxed);
 }

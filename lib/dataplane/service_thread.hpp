@@ -118,6 +118,7 @@ class ServiceThread {
   bool wait_fds_dirty_ = true;
   bool needs_timer_ = false;
   bool wants_housekeeping_ = false;
+  bool epoll_error_logged_ = false;
   std::vector<WaitFd> wait_fds_;
 };
 

@@ -12,6 +12,7 @@ namespace xdpvhost::dataplane {
 namespace {
 
 constexpr std::uint32_t kL2Overhead = 14 + 4;  // Ethernet header + one VLAN tag
+constexpr std::uint32_t kXdpHeadroom = 256;    // XDP_PACKET_HEADROOM before every AF_XDP frame
 
 xsk::MacAddress to_xsk(const MacAddress& mac) { return mac.bytes; }
 
@@ -55,7 +56,9 @@ UplinkController::~UplinkController() {
 std::uint32_t UplinkController::max_frame() const {
   std::uint32_t mtu = 1500;
   for (const auto& [key, guest] : guests_) mtu = std::max(mtu, guest.second);
-  return mtu + kL2Overhead;
+  // Never more than one UMEM frame holds after the kernel's XDP headroom:
+  // longer frames are dropped (and counted) in XDP, not lost in the socket.
+  return std::min(mtu + kL2Overhead, config_.frame_size - kXdpHeadroom);
 }
 
 bool UplinkController::start(std::string& error) {

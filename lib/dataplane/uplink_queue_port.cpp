@@ -14,6 +14,7 @@ namespace xdpvhost::dataplane {
 namespace {
 
 constexpr unsigned kFloodBatch = 32;
+constexpr unsigned kFloodPollRounds = 64;
 constexpr std::uint32_t kFloodFrameBytes = 2048;
 // Descriptors one copy-mode sendto() may send (XDP_MAX_TX_SKB_BUDGET, Linux
 // 6.17+; the kernel default is 32). Fewer syscalls per frame is what counts
@@ -202,11 +203,20 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
 
 unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {
   if (!flood_) return 0;
+  // Broadcast and multicast are rare; a recvmmsg() on every busy-poll round
+  // would be a syscall per round. Look every kFloodPollRounds rounds, and at
+  // once after a wakeup (the packet socket's fd is in the epoll set).
+  if (flood_countdown_ > 0) {
+    --flood_countdown_;
+    return 0;
+  }
+  flood_countdown_ = kFloodPollRounds;
   for (unsigned i = 0; i < kFloodBatch; ++i)
     flood_frames_[i] = xsk::FloodFrame{flood_buffers_.data() + i * kFloodFrameBytes,
                                        kFloodFrameBytes, 0, false};
   const int got = flood_->recv_batch(flood_frames_.data(), kFloodBatch);
   if (got <= 0) return 0;
+  if (got == static_cast<int>(kFloodBatch)) flood_countdown_ = 0;  // more may be waiting
   for (int i = 0; i < got; ++i) {
     const xsk::FloodFrame& f = flood_frames_[static_cast<std::size_t>(i)];
     if (f.truncated) {

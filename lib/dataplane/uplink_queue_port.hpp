@@ -83,7 +83,7 @@ class UplinkQueuePort final : public Port {
   bool can_accept() const noexcept override;
   void end_burst() override;
   bool prepare_sleep() override;
-  void after_wake() override {}
+  void after_wake() override { flood_countdown_ = 0; }
   void wait_fds(std::vector<WaitFd>& out, bool& needs_timer) override;
   bool wants_housekeeping() const noexcept override { return socket_ != nullptr; }
   void housekeeping() override;
@@ -118,6 +118,7 @@ class UplinkQueuePort final : public Port {
   mutable std::mutex reason_mutex_;  // control path only: set by commands, read by reports
   std::string reason_ = "not requested";
 
+  unsigned flood_countdown_ = 0;  // poll rounds until the flood socket is read again
   std::vector<std::uint8_t> flood_buffers_;
   std::vector<xsk::FloodFrame> flood_frames_;
 };

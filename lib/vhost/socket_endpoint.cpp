@@ -16,6 +16,14 @@
 namespace xdpvhost::vhost {
 namespace {
 
+// A misbehaving or flapping frontend must not flood the log: the first ten
+// occurrences, then every power of ten.
+bool should_log(std::uint64_t n) {
+  if (n <= 10) return true;
+  while (n % 10 == 0) n /= 10;
+  return n == 1;
+}
+
 bool make_address(const std::string& path, sockaddr_un& addr, std::string& error) {
   addr = {};
   addr.sun_family = AF_UNIX;
@@ -110,8 +118,9 @@ void SocketEndpoint::on_accept() {
     if (connection_) {
       // vhost-user is one frontend per socket; a second one is turned away.
       ++counters_.rejected_connections;
-      spdlog::warn("port {}: second frontend connection on {} refused", options_.name,
-                   options_.path);
+      if (should_log(counters_.rejected_connections))
+        spdlog::warn("port {}: second frontend connection on {} refused (#{})", options_.name,
+                     options_.path, counters_.rejected_connections);
       continue;
     }
     attach(std::move(fd));
@@ -147,7 +156,9 @@ void SocketEndpoint::attach(sys::UniqueFd fd) {
   connection_ = std::make_unique<Connection>(std::move(fd));
   connection_wait_.emplace(io_, raw);
   ++counters_.connections;
-  spdlog::info("port {}: frontend connected on {}", options_.name, options_.path);
+  if (should_log(counters_.connections))
+    spdlog::info("port {}: frontend connected on {} (#{})", options_.name, options_.path,
+                 counters_.connections);
   set_state(State::kConnected);
   wait_readable();
 }
@@ -198,8 +209,10 @@ void SocketEndpoint::on_readable() {
 
 void SocketEndpoint::close_connection(const std::string& why) {
   if (!connection_) return;
-  spdlog::info("port {}: frontend disconnected ({})", options_.name, why);
   ++counters_.disconnections;
+  if (should_log(counters_.disconnections))
+    spdlog::info("port {}: frontend disconnected ({}) (#{})", options_.name, why,
+                 counters_.disconnections);
   if (connection_wait_) {
     connection_wait_->cancel();
     connection_wait_->release();
@@ -213,8 +226,7 @@ void SocketEndpoint::close_connection(const std::string& why) {
 }
 
 void SocketEndpoint::log_failure(const std::string& what) {
-  // A misbehaving frontend must not flood the log.
-  if (counters_.failed_messages <= 10 || counters_.failed_messages % 1000 == 0)
+  if (should_log(counters_.failed_messages))
     spdlog::warn("port {}: {} (failure #{})", options_.name, what, counters_.failed_messages);
 }
 

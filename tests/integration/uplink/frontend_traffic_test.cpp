@@ -315,7 +315,8 @@ TEST_F(FrontendTraffic, NodeAddressAnswersPingWhileGuestTrafficFlows) {
   const json up1 = uplink_stats(), vm1 = port_stats("vm1");
   EXPECT_EQ(u(vm1, "rx_packets") - u(vm0, "rx_packets"), kRounds * kPerRound);
   EXPECT_EQ(u(up1, "tx_packets") - u(up0, "tx_packets"), kRounds * kPerRound);
-  EXPECT_EQ(up1.at("drops").at("xdp_redirect_failed"), 0u);
+  EXPECT_FALSE(up1.at("drops").contains("xdp_redirect_failed"))
+      << "frames XDP could not redirect are passed to the kernel, not dropped";
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ import time
 class Testpmd:
     def __init__(self, name, socket_path, mac, mode, workdir, lcores="0,1", peer=None,
                  server=False, queue_size=1024, extra=(), txpkts=64, netns=None, memory_mb=512,
-                 vdev_extra="", main_lcore=None):
+                 vdev_extra="", main_lcore=None, file_prefix=None):
         self.name = name
         self.workdir = workdir
         self.log_path = os.path.join(workdir, f"testpmd-{name}.log")
@@ -22,7 +22,7 @@ class Testpmd:
         if vdev_extra:
             vdev += "," + vdev_extra
         self.cmd = ["dpdk-testpmd", "--no-pci", "--no-huge", "-m", str(memory_mb),
-                    f"--file-prefix=xvt-{name}", "-l", lcores, "--log-level=lib.eal:error",
+                    f"--file-prefix={file_prefix or 'xvt-' + name}", "-l", lcores, "--log-level=lib.eal:error",
                     *([f"--main-lcore={main_lcore}"] if main_lcore is not None else []),
                     f"--vdev={vdev}", "--", f"--forward-mode={mode}", "--stats-period=1",
                     "--nb-cores=1", "--total-num-mbufs=8192", f"--txpkts={txpkts}"]

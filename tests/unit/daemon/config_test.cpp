@@ -200,6 +200,26 @@ TEST(Config, PortUplinkMustExist) {
   EXPECT_TRUE(parse_config({{"ports", {p}}, {"uplinks", {{{"name", "up0"}, {"interface", "eth0"}}}}}).ok());
 }
 
+TEST(Config, GuestMtuMustFitTheUplinksFrames) {
+  json p = port("vm1", "52:54:00:00:00:01");
+  p["uplink"] = "up0";
+  p["mtu"] = 3000;
+  json up = {{"name", "up0"}, {"interface", "eth0"}};
+  ConfigError e = refused({{"ports", {p}}, {"uplinks", {up}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kInvalid);
+  EXPECT_EQ(e.message,
+            "ports[0].mtu: 3000 needs frames of 3018 bytes; uplink \"up0\" (frame_size 2048) holds "
+            "at most 1792 (use frame_size 4096)");
+  up["frame_size"] = 4096;
+  EXPECT_TRUE(parse_config({{"ports", {p}}, {"uplinks", {up}}}).ok());
+  p["mtu"] = 9000;
+  EXPECT_EQ(refused({{"ports", {p}}, {"uplinks", {up}}}).message,
+            "ports[0].mtu: 9000 needs frames of 9018 bytes; uplink \"up0\" (frame_size 4096) holds "
+            "at most 3840");
+  p.erase("uplink");
+  EXPECT_TRUE(parse_config({{"ports", {p}}, {"uplinks", {up}}}).ok()) << "no uplink, no limit";
+}
+
 TEST(Config, ThreadIndexBelowCount) {
   json p = port("vm1", "52:54:00:00:00:01");
   p["thread"] = 2;
