@@ -1,17 +1,18 @@
 #pragma once
-// The daemon's own metrics: build info, start time, every guest port
+// The daemon's own metric families: build info, start time, every guest port
 // (packets, bytes, drops by reason, kicks, interrupts, queue errors, state)
 // and every service thread (iterations with and without work, sleeps,
-// wakeups, state, burst-size histogram). Read from the datapath's counters
-// (relaxed atomics, no locks) on the control thread.
+// wakeups, state, burst-size histogram), as prometheus-cpp MetricFamily
+// values (family_builder.hpp). Read from the datapath's counters (relaxed
+// atomics, no locks) on the control thread.
 
 #include "daemon.hpp"
-#include "prometheus_text.hpp"
+#include "family_builder.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
-void write_build_metrics(PrometheusText& out, const Daemon& daemon);
-void write_port_metrics(PrometheusText& out, const Daemon& daemon);
-void write_thread_metrics(PrometheusText& out, Daemon& daemon);
+void add_build_families(Families& out, const Daemon& daemon);
+void add_port_families(Families& out, const Daemon& daemon);
+void add_thread_families(Families& out, Daemon& daemon);
 
 }  // namespace xdpvhost::daemon::metrics

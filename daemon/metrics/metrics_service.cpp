@@ -1,5 +1,6 @@
 #include "metrics_service.hpp"
 
+#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
 #include "daemon_metrics.hpp"
@@ -37,14 +38,16 @@ void MetricsService::stop() {
   server_.reset();
 }
 
-std::string MetricsService::render() {
-  PrometheusText out;
-  write_build_metrics(out, daemon_);
-  write_port_metrics(out, daemon_);
-  write_thread_metrics(out, daemon_);
-  write_uplink_metrics(out, collect_uplink_metrics(daemon_));
-  return out.take();
+Families MetricsService::collect() {
+  Families families;
+  add_build_families(families, daemon_);
+  add_port_families(families, daemon_);
+  add_thread_families(families, daemon_);
+  add_uplink_families(families, collect_uplink_metrics(daemon_));
+  return families;
 }
+
+std::string MetricsService::render() { return prometheus::TextSerializer().Serialize(collect()); }
 
 HttpResponse MetricsService::handle(const HttpRequest& request) {
   HttpResponse r;

@@ -2,15 +2,24 @@
 // The metrics listener (config metrics.listen): GET /metrics answers the
 // Prometheus text format (0.0.4) with every xdpvhost_* metric, GET /healthz
 // 200 "ok" while the daemon is healthy (health_check.hpp) and 503 with the
-// problems otherwise, anything else 404. Runs on the control thread's
-// io_context, so a scrape reads the daemon's state without locks; the
-// datapath counters it reads are relaxed atomics.
+// problems otherwise, anything else 404.
+//
+// A scrape builds the families as prometheus-cpp's data model
+// (prometheus::MetricFamily, family_builder.hpp) and prometheus-cpp's
+// TextSerializer writes them. The HTTP side is our own small server
+// (http_server.hpp) on the control thread's io_context, not prometheus-cpp's
+// Exposer: the Exposer answers on its own civetweb threads, which would read
+// the daemon's port and uplink maps while port.add/port.remove change them on
+// the control thread, and it has no way to answer /healthz with a 503. On the
+// control thread a scrape reads that state without locks; the datapath
+// counters it reads are single-writer relaxed atomics.
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
 
 #include "daemon.hpp"
+#include "family_builder.hpp"
 #include "http_server.hpp"
 
 namespace xdpvhost::daemon::metrics {
@@ -30,7 +39,9 @@ class MetricsService {
   bool listening() const noexcept { return server_ != nullptr; }
   std::uint16_t port() const { return server_ ? server_->bound_port() : 0; }
 
-  // The /metrics body.
+  // Every family, read now.
+  Families collect();
+  // The /metrics body: collect() in the text format.
   std::string render();
   HttpResponse handle(const HttpRequest& request);
 

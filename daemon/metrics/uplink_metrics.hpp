@@ -1,14 +1,15 @@
 #pragma once
 // The uplink part of the metrics: what the exporter needs from each uplink,
-// as plain values, and how it is written. uplink_source.hpp fills them from
-// the daemon's uplink objects (relaxed-atomic counters, the sockets'
-// XDP_STATISTICS, the XDP program's counters) on the control thread.
+// as plain values, and the prometheus-cpp MetricFamily values made of them
+// (family_builder.hpp). uplink_source.hpp fills them from the daemon's
+// uplink objects (relaxed-atomic counters, the sockets' XDP_STATISTICS, the
+// XDP program's counters) on the control thread.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "prometheus_text.hpp"
+#include "family_builder.hpp"
 #include "stats_snapshot.hpp"
 #include "xsk/xdp_program.hpp"
 
@@ -41,8 +42,8 @@ struct UplinkMetrics {
   xsk::XdpSteerStats xdp;
 };
 
-// Every xdpvhost_uplink_* family; families are written (with no samples)
+// Every xdpvhost_uplink_* family; the families are there (with no series)
 // even when there are no uplinks, so dashboards see them.
-void write_uplink_metrics(PrometheusText& out, const std::vector<UplinkMetrics>& uplinks);
+void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplinks);
 
 }  // namespace xdpvhost::daemon::metrics

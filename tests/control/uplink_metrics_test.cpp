@@ -2,6 +2,8 @@
 
 #include "uplink_metrics.hpp"
 
+#include <prometheus/text_serializer.h>
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -37,6 +39,12 @@ std::vector<UplinkMetrics> sample_uplinks() {
   return {u};
 }
 
+std::string exposition(const std::vector<UplinkMetrics>& uplinks) {
+  Families families;
+  add_uplink_families(families, uplinks);
+  return prometheus::TextSerializer().Serialize(families);
+}
+
 bool has_line(const std::string& text, const std::string& line) {
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);)
@@ -45,9 +53,7 @@ bool has_line(const std::string& text, const std::string& line) {
 }
 
 TEST(UplinkMetrics, QueuesInfoAndXdpStatistics) {
-  PrometheusText out;
-  write_uplink_metrics(out, sample_uplinks());
-  const std::string& t = out.text();
+  const std::string t = exposition(sample_uplinks());
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_info{uplink="up0",interface="eth1",bind="auto"} 1)")) << t;
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_link_state{uplink="up0",state="up"} 1)"));
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_link_state{uplink="up0",state="absent"} 0)"));
@@ -70,9 +76,7 @@ TEST(UplinkMetrics, QueuesInfoAndXdpStatistics) {
 }
 
 TEST(UplinkMetrics, EveryFamilyOnceEvenWithoutUplinks) {
-  PrometheusText with, without;
-  write_uplink_metrics(with, sample_uplinks());
-  write_uplink_metrics(without, {});
+  const std::string with = exposition(sample_uplinks()), without = exposition({});
   auto types = [](const std::string& text) {
     std::multiset<std::string> families;
     std::istringstream in(text);
@@ -80,10 +84,10 @@ TEST(UplinkMetrics, EveryFamilyOnceEvenWithoutUplinks) {
       if (l.rfind("# TYPE ", 0) == 0) families.insert(l);
     return families;
   };
-  const auto a = types(with.text()), b = types(without.text());
+  const auto a = types(with), b = types(without);
   EXPECT_EQ(a, b);
   EXPECT_EQ(std::set<std::string>(a.begin(), a.end()).size(), a.size());  // no family twice
-  std::istringstream in(without.text());
+  std::istringstream in(without);
   for (std::string l; std::getline(in, l);) EXPECT_EQ(l[0], '#') << l;
 }
 
