@@ -96,7 +96,8 @@ GuestPort::GuestPort(std::uint32_t id, std::string name, MacAddress mac, std::ui
     : Port(id, std::move(name), PortKind::kGuest, mac, uplink),
       options_(options),
       tunables_(options.tunables),
-      max_frame_(options.mtu + kL2Overhead) {
+      max_frame_(options.mtu + kL2Overhead),
+      backlog_(kBacklogFrames, std::max(options.mtu + kL2Overhead, 1518u)) {
   tx_spans_.reserve(64);
   rx_chains_.resize(4);
 }
@@ -138,9 +139,22 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
   wait_fds_changed();
 }
 
+void GuestPort::set_mtu(std::uint32_t mtu) noexcept {
+  // Held frames are sized by the configured MTU: a bigger MTU told later by
+  // the frontend is honoured, but such frames are not held for a guest
+  // without buffers (they count as no_rx_buffer).
+  max_frame_ = mtu + kL2Overhead;
+}
+
+void GuestPort::forget_backlog() {
+  if (const std::uint32_t n = backlog_.clear(); n != 0) counters().drop(DropReason::kPortNotReady, n);
+  held_.store(0, std::memory_order_relaxed);
+}
+
 std::uint16_t GuestPort::stop_queue(std::uint32_t vring) {
   if (vring >= kMaxVrings) return 0;
   Queue& q = queues_[vring];
+  if (!is_tx(vring)) forget_backlog();  // the guest resets or goes: held frames are lost
   if (!q.running) return q.ring.last_avail_idx();
   flush(q);  // seed 001: nothing stays pending across a stop
   const std::uint16_t base = q.ring.last_avail_idx();
@@ -184,7 +198,7 @@ void GuestPort::report_broken(Queue& q, std::uint32_t vring) {
 // ---- guest TX -----------------------------------------------------------------
 
 unsigned GuestPort::poll(Forwarder& forwarder) {
-  unsigned total = 0;
+  unsigned total = backlog_.empty() ? 0 : drain_backlog();
   for (std::uint32_t v = 1; v < kMaxVrings; v += 2) {
     Queue& q = queues_[v];
     if (q.running && q.ring.usable()) total += poll_tx(q, v, forwarder);
@@ -265,18 +279,40 @@ GuestPort::Queue* GuestPort::pick_rx_queue(const Frame& frame) noexcept {
 }
 
 void GuestPort::deliver(const Frame& frame) {
+  // Order is kept: while frames are held, new ones queue behind them.
+  if (backlog_.empty() && try_deliver(frame) == Delivery::kDone) return;
+  if (!backlog_.push(frame)) {
+    counters().drop(DropReason::kNoRxBuffer);
+    return;
+  }
+  held_.store(backlog_.size(), std::memory_order_relaxed);
+}
+
+unsigned GuestPort::drain_backlog() {
+  unsigned n = 0;
+  while (!backlog_.empty()) {
+    Span span;
+    if (try_deliver(backlog_.front(span)) == Delivery::kNoBuffer) break;
+    backlog_.pop();
+    ++n;
+  }
+  held_.store(backlog_.size(), std::memory_order_relaxed);
+  return n;
+}
+
+GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
   Queue* q = pick_rx_queue(frame);
   if (q == nullptr) {
     counters().drop(DropReason::kPortNotReady);
-    return;
+    return Delivery::kDone;
   }
   if (!q->ring.usable()) {
     counters().drop(DropReason::kQueueBroken);
-    return;
+    return Delivery::kDone;
   }
   if (frame.len > max_frame_) {
     counters().drop(DropReason::kOversize);
-    return;
+    return Delivery::kDone;
   }
   const std::uint32_t need = header_size_ + frame.len;
   unsigned n = 0;
@@ -288,10 +324,9 @@ void GuestPort::deliver(const Frame& frame) {
       if (q->ring.broken()) {
         report_broken(*q, static_cast<std::uint32_t>(q - queues_.data()));
         counters().drop(DropReason::kQueueBroken);
-      } else {
-        counters().drop(DropReason::kNoRxBuffer);
+        return Delivery::kDone;
       }
-      return;
+      return Delivery::kNoBuffer;
     }
     room += rx_chains_[n].writable_bytes;
     ++n;
@@ -300,7 +335,7 @@ void GuestPort::deliver(const Frame& frame) {
   if (room < need) {
     q->ring.unpop(static_cast<std::uint16_t>(n));
     counters().drop(DropReason::kRxBufferTooSmall);
-    return;
+    return Delivery::kDone;
   }
 
   NetHeader header{};
@@ -317,7 +352,7 @@ void GuestPort::deliver(const Frame& frame) {
     } else {
       q->ring.unpop(static_cast<std::uint16_t>(n));
       counters().drop(DropReason::kMalformed);
-      return;
+      return Delivery::kDone;
     }
   }
   ChainWriter out(rx_chains_, n);
@@ -338,6 +373,7 @@ void GuestPort::deliver(const Frame& frame) {
   counters().tx_packets.add();
   counters().tx_bytes.add(frame.len);
   if (q->ring.staged_used() >= tunables_.signal_batch) flush(*q);
+  return Delivery::kDone;
 }
 
 // ---- bursts, signals, sleeping ---------------------------------------------------
@@ -362,7 +398,10 @@ void GuestPort::end_burst() {
 
 bool GuestPort::prepare_sleep() {
   bool work = false;
-  for (std::uint32_t v = 1; v < kMaxVrings; v += 2) {
+  // Kicks are wanted on the TX queues, and on the RX queues while frames
+  // wait for receive buffers (the guest's refill must wake us).
+  const std::uint32_t step = backlog_.empty() ? 2 : 1;
+  for (std::uint32_t v = backlog_.empty() ? 1 : 0; v < kMaxVrings; v += step) {
     Queue& q = queues_[v];
     if (q.running && q.ring.usable()) work = q.ring.enable_notifications() || work;
   }
@@ -370,19 +409,19 @@ bool GuestPort::prepare_sleep() {
 }
 
 void GuestPort::after_wake() {
-  for (std::uint32_t v = 1; v < kMaxVrings; v += 2) {
+  for (std::uint32_t v = 0; v < kMaxVrings; ++v) {
     Queue& q = queues_[v];
     if (q.running && q.ring.usable()) q.ring.disable_notifications();
   }
 }
 
 void GuestPort::wait_fds(std::vector<WaitFd>& out, bool& needs_timer) {
-  for (std::uint32_t v = 1; v < kMaxVrings; v += 2) {
+  for (std::uint32_t v = 0; v < kMaxVrings; ++v) {
     Queue& q = queues_[v];
     if (!q.running || !q.ring.usable()) continue;
     if (q.kick.valid())
       out.push_back(WaitFd{q.kick.get(), EPOLLIN, true, this});
-    else
+    else if (is_tx(v))
       needs_timer = true;  // no kick fd: this ring can only be polled
   }
 }

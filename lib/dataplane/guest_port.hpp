@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/frame_backlog.hpp"
 #include "dataplane/port.hpp"
 #include "dataplane/tunables.hpp"
 #include "sys/unique_fd.hpp"
@@ -42,7 +43,7 @@ class GuestPort final : public Port {
   // ---- commands (owning thread) ----
   void start_queue(vhost::QueueStart&& start);
   std::uint16_t stop_queue(std::uint32_t vring);
-  void set_mtu(std::uint32_t mtu) noexcept { max_frame_ = mtu + kL2Overhead; }
+  void set_mtu(std::uint32_t mtu) noexcept;
   void set_tunables(const PortTunables& t) noexcept { tunables_ = t; }
 
   // ---- status (any thread) ----
@@ -54,6 +55,11 @@ class GuestPort final : public Port {
   }
   bool broken() const noexcept;
   std::uint64_t features() const noexcept { return features_.load(std::memory_order_relaxed); }
+  // Frames waiting for the guest to post receive buffers.
+  std::uint32_t held() const noexcept { return held_.load(std::memory_order_relaxed); }
+
+  // Frames a port holds at most while its guest has no receive buffer.
+  static constexpr std::uint32_t kBacklogFrames = 256;
 
   // ---- Port ----
   unsigned poll(Forwarder& forwarder) override;
@@ -79,7 +85,14 @@ class GuestPort final : public Port {
     std::atomic<virtio::QueueError> error{virtio::QueueError::kNone};
   };
 
+  enum class Delivery : std::uint8_t { kDone, kNoBuffer };
+
   static bool is_tx(std::uint32_t vring) noexcept { return (vring & 1) != 0; }
+  // Copies the frame into the guest, or counts why it cannot; kNoBuffer if
+  // the guest has no receive buffer now (nothing was counted then).
+  Delivery try_deliver(const Frame& frame);
+  unsigned drain_backlog();
+  void forget_backlog();
   unsigned poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder);
   bool frame_from_chain(const virtio::DescriptorChain& chain, Frame& frame);
   Queue* pick_rx_queue(const Frame& frame) noexcept;
@@ -98,6 +111,8 @@ class GuestPort final : public Port {
   std::array<Queue, kMaxVrings> queues_;
   std::array<Status, kMaxVrings> status_;
   std::vector<std::uint32_t> rx_vrings_;  // running guest RX vrings
+  FrameBacklog backlog_;
+  std::atomic<std::uint32_t> held_{0};
 
   // Scratch reused for every frame (no allocation after warm-up).
   virtio::DescriptorChain tx_chain_;

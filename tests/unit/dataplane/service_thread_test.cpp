@@ -112,6 +112,20 @@ TEST(ServiceThread, GuestNotificationsAreSuppressedWhileBusyAndReEnabledBeforeSl
   EXPECT_EQ(a.guest.tx.used_flags() & virtio::kUsedFlagNoNotify, 0) << "kicks wanted while asleep";
 }
 
+TEST(ServiceThread, HeldFramesGoOutWhenTheSleepingGuestRefillsAndKicks) {
+  Dataplane dp(options(1, 0));
+  Attached a(dp, 0, kMacA), b(dp, 0, kMacB);
+  a.guest.send(test::udp_frame(kMacB, kMacA, 64));
+  ASSERT_TRUE(eventually([&] { return b.port.held() == 1; }));
+  ASSERT_TRUE(eventually([&] { return dp.thread(0).state() == ServiceThread::State::kSleeping; }));
+  EXPECT_EQ(b.guest.rx.used_flags() & virtio::kUsedFlagNoNotify, 0)
+      << "the guest is asked to kick when it posts receive buffers";
+  b.guest.post_rx(4);
+  NetTestGuest::kick(b.guest.rx_kick);
+  ASSERT_TRUE(eventually([&] { return b.guest.received().size() == 1; }));
+  EXPECT_EQ(b.port.held(), 0u);
+}
+
 TEST(ServiceThread, CommandEndsBusyPollingAndRunsPromptly) {
   Dataplane dp(options(1, 100000));  // 100 ms of busy polling
   std::atomic<bool> ran{false};
