@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 #include <thread>
 
 namespace xdpvhost::integration {
@@ -80,9 +81,14 @@ void DaemonTest::start_daemon(const std::vector<json>& ports, const json& tunabl
   if (!t.empty()) config["tunables"] = t;
   for (const auto& [k, v] : extra.items()) config[k] = v;
   daemon_ = std::make_unique<DaemonProcess>(dir_, config);
-  std::string error;
-  ASSERT_TRUE(daemon_->start(error)) << error;
   rpc_ = std::make_unique<ControlClient>(daemon_->control_socket());
+  std::string error;
+  // An exception ends the test body at once (a failed ASSERT in a helper
+  // would only leave the helper).
+  if (!daemon_->start(error)) {
+    daemon_.reset();
+    throw std::runtime_error("xdpvhostd did not start: " + error);
+  }
 }
 
 json DaemonTest::queue_of(const std::string& name, std::uint32_t vring) {

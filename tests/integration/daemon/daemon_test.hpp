@@ -49,7 +49,7 @@ class DaemonTest : public ::testing::Test {
   std::string socket_path(const std::string& name) const;
 
   // Starts xdpvhostd with these ports; `tunables` and `extra` (top-level keys)
-  // are merged into the config. Fails the test (fatally) if it does not come up.
+  // are merged into the config. Throws (ending the test) if it does not come up.
   void start_daemon(const std::vector<nlohmann::json>& ports,
                     const nlohmann::json& tunables = nlohmann::json::object(),
                     const nlohmann::json& extra = nlohmann::json::object());
