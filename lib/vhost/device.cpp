@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -40,6 +41,10 @@ std::uint64_t Device::offered_features() const noexcept {
   // the uplink or reaches a guest that cannot take a partial checksum. No
   // segmentation offload is offered: frames are never segmented here.
   if (options_.offer_csum) f |= bit(Feature::kNetCsum) | bit(Feature::kNetGuestCsum);
+  // The MTU itself lives in QEMU's config space (host_mtu=); QEMU passes it
+  // to the guest only if the backend offers the feature, and then tells us
+  // with NET_SET_MTU.
+  f |= bit(Feature::kNetMtu);
   if (options_.queue_pairs > 1) f |= bit(Feature::kNetMq);
   return f;
 }
@@ -58,8 +63,20 @@ bool Device::reply_ack_negotiated() const noexcept {
 Outcome Device::handle(Message& message) {
   const MessageSpec* spec = find_message_spec(message.header.request);
   if (spec == nullptr) return on_unsupported(message);
-  if (std::string why = check_message(*spec, message); !why.empty()) return Outcome::failure(why);
-  return (this->*spec->handler)(message);
+  Outcome outcome;
+  if (std::string why = check_message(*spec, message); !why.empty())
+    outcome = Outcome::failure(why);
+  else
+    outcome = (this->*spec->handler)(message);
+  if (!outcome.ok && spec->reply_bytes != kReplyNone) {
+    // The frontend waits for this reply whatever happens: answer zeros.
+    outcome.kind = Outcome::Kind::kReply;
+    outcome.reply.assign(spec->reply_bytes == kReplySameSizeAsRequest
+                             ? std::min<std::uint32_t>(message.header.size, kMaxPayloadSize)
+                             : spec->reply_bytes,
+                         0);
+  }
+  return outcome;
 }
 
 // ---- features and ownership ------------------------------------------------
@@ -261,6 +278,7 @@ Outcome Device::on_set_vring_err(Message& m) {
   Vring* v = vring_from_fd_message(m, fd, error);
   if (v == nullptr) return Outcome::failure(error);
   v->err = std::move(fd);
+  refresh(static_cast<std::uint32_t>(m.u64() & kVringIndexMask), /*restart=*/true);
   return Outcome::success();
 }
 

@@ -25,12 +25,18 @@ enum class FdRule : std::uint8_t {
   kOnePerRegion,     // nregions (SET_MEM_TABLE)
 };
 
+// Requests the frontend waits on with a reply of its own (not a REPLY_ACK):
+// even refused, they are answered, or the frontend would block forever.
+inline constexpr std::uint32_t kReplyNone = 0;
+inline constexpr std::uint32_t kReplySameSizeAsRequest = 0xffffffff;
+
 struct MessageSpec {
   Request request;
   const char* name;
   PayloadRule payload;
   FdRule fds;
   Outcome (Device::*handler)(Message&);
+  std::uint32_t reply_bytes = kReplyNone;  // size of the reply a refusal still gets (zeros)
 };
 
 // The spec for `request`, or nullptr if the request is unknown.

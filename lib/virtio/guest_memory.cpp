@@ -1,5 +1,6 @@
 #include "virtio/guest_memory.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,10 +44,27 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
         return nullptr;
       }
     }
-    // hugetlbfs needs lengths aligned to its page size; st_blksize says which.
     struct stat st {};
+    if (::fstat(s.fd.get(), &st) != 0) {
+      error = "region " + std::to_string(i) + ": fstat failed: " + std::strerror(errno);
+      return nullptr;
+    }
+    // Touching a mapping past the end of its file raises SIGBUS: a region the
+    // fd does not back entirely is refused. Where the frontend allows it, the
+    // fd is also sealed against shrinking (QEMU's memfd backend seals it
+    // itself), so it cannot be cut short later either.
+    if (S_ISREG(st.st_mode)) {
+      if (static_cast<std::uint64_t>(st.st_size) < s.mmap_offset + s.size) {
+        error = "region " + std::to_string(i) + ": ends at byte " +
+                std::to_string(s.mmap_offset + s.size) + " of an fd of " +
+                std::to_string(st.st_size) + " bytes";
+        return nullptr;
+      }
+      ::fcntl(s.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK);
+    }
+    // hugetlbfs needs lengths aligned to its page size; st_blksize says which.
     std::uint64_t align = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    if (::fstat(s.fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_blksize) > align)
+    if (static_cast<std::uint64_t>(st.st_blksize) > align)
       align = static_cast<std::uint64_t>(st.st_blksize);
     const std::uint64_t length = round_up(s.mmap_offset + s.size, align);
     void* addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED,

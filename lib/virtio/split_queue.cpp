@@ -83,7 +83,14 @@ std::uint16_t SplitQueue::available() noexcept {
     }
     avail_idx_ = idx;
   }
-  return static_cast<std::uint16_t>(avail_idx_ - last_avail_idx_);
+  // Also after unpop(): the index read earlier may be a whole ring ahead of
+  // where we are now; a driver never makes more than a ring available.
+  const auto count = static_cast<std::uint16_t>(avail_idx_ - last_avail_idx_);
+  if (count > size_) {
+    fail(QueueError::kAvailIndexJump);
+    return 0;
+  }
+  return count;
 }
 
 bool SplitQueue::pop(DescriptorChain& out, Direction direction) noexcept {

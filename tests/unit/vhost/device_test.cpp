@@ -247,6 +247,32 @@ TEST_F(DeviceTest, UnknownAndUnsupportedRequestsFailWithoutSideEffects) {
   EXPECT_FALSE(send(make(Request::kSendRarp)).ok);
 }
 
+TEST_F(DeviceTest, RefusedRequestsWithAReplyOfTheirOwnAreStillAnswered) {
+  // QEMU waits for GET_VRING_BASE's reply without asking for an ack.
+  auto o = send(state(Request::kGetVringBase, 9, 0));
+  EXPECT_FALSE(o.ok);
+  ASSERT_EQ(o.kind, Outcome::Kind::kReply);
+  EXPECT_EQ(o.reply, std::vector<std::uint8_t>(8, 0));
+  std::uint32_t short_payload = 0;
+  o = send(make(Request::kGetVringBase, &short_payload, 4));
+  ASSERT_EQ(o.kind, Outcome::Kind::kReply);
+  EXPECT_EQ(o.reply.size(), 8u);
+  o = send(make(Request::kGetMaxMemSlots));
+  ASSERT_EQ(o.kind, Outcome::Kind::kReply) << "not offered, but the frontend would block";
+}
+
+TEST_F(DeviceTest, SetVringErrOnARunningRingHandsTheNewFdOver) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(1);
+  Message e = u64(Request::kSetVringErr, 1);
+  e.fds.push_back(eventfd());
+  const int starts = backend.starts;
+  ASSERT_TRUE(send(std::move(e)).ok);
+  EXPECT_EQ(backend.starts, starts + 1);
+  EXPECT_TRUE(backend.running[1].err.valid());
+}
+
 TEST_F(DeviceTest, ReplyAckFollowsTheNegotiatedProtocolFeatures) {
   EXPECT_FALSE(device.reply_ack_negotiated());
   ASSERT_TRUE(send(u64(Request::kSetProtocolFeatures, bit(ProtocolFeature::kReplyAck))).ok);

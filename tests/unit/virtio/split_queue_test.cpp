@@ -228,6 +228,23 @@ TEST_F(SplitQueueTest, AvailIndexJumpingMoreThanTheRing) {
   EXPECT_EQ(q.error(), QueueError::kAvailIndexJump);
 }
 
+TEST_F(SplitQueueTest, AvailIndexAWholeRingAheadAfterUnpopBreaks) {
+  attach();
+  for (std::uint16_t i = 0; i < 3; ++i) {
+    ring.set_desc(i, ring.alloc(8), 8, 0);
+    ring.publish(i);
+  }
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(q.pop(chain, Dir::kDeviceReads));
+  // The driver now claims a whole ring beyond what we popped (legal as seen
+  // from there) ...
+  ring.set_avail_idx(3 + 8);
+  EXPECT_EQ(q.available(), 8);
+  // ... but giving back the three makes it more than a ring.
+  q.unpop(3);
+  EXPECT_EQ(q.available(), 0);
+  EXPECT_EQ(q.error(), QueueError::kAvailIndexJump);
+}
+
 TEST_F(SplitQueueTest, AvailIndexOfExactlyTheRingIsFine) {
   attach();
   for (std::uint16_t i = 0; i < 8; ++i) {
