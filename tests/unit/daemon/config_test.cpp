@@ -93,7 +93,7 @@ TEST(Config, FullExampleHasEveryValue) {
   ASSERT_EQ(c.ports.size(), 2u);
   EXPECT_EQ(c.ports[0].uplink, "up0");
   EXPECT_EQ(c.ports[0].queues, 2u);
-  EXPECT_EQ(c.ports[0].mtu, 9000u);
+  EXPECT_EQ(c.ports[0].mtu, 3000u);
   EXPECT_EQ(c.ports[0].thread, 0u);
   EXPECT_EQ(c.ports[0].tunables.signal_batch, 16u);
   EXPECT_EQ(c.ports[0].tunables.rx_burst, 32u);
