@@ -74,6 +74,13 @@ class MalformedMessages : public DaemonTest {
                       const std::vector<int>& fds = {}, const char* what = "") {
     const auto ack = g_->channel().send_raw_await_ack(request, payload, fds);
     ASSERT_TRUE(ack.has_value()) << what << ": " << g_->channel().last_error();
+    // GET_VRING_BASE has a reply of its own, which the frontend waits for
+    // even without need_reply: a refusal is answered with zeros (index 0,
+    // base 0) rather than an ack. No side effect is checked by the callers.
+    if (request == static_cast<std::uint32_t>(vu::Request::kGetVringBase)) {
+      EXPECT_EQ(*ack, 0u) << what << ": a refused GET_VRING_BASE is answered with zeros";
+      return;
+    }
     EXPECT_NE(*ack, 0u) << what << " (" << vu::request_name(request) << ") was accepted";
   }
 
