@@ -50,24 +50,6 @@ print(len(frame))
 """
 
 # Runs in the peer namespace: counts frames from MAC1 until stdin closes.
-COUNTER = r"""
-import select, socket, sys
-ifname, src = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', ''))
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-s.bind((ifname, 0))
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
-print('ready', flush=True)
-n = 0
-while True:
-    r, _, _ = select.select([s, sys.stdin], [], [])
-    if sys.stdin in r and not sys.stdin.read(1): break
-    if s in r:
-        while True:
-            try: f, addr = s.recvfrom(4096, socket.MSG_DONTWAIT)
-            except BlockingIOError: break
-            if addr[2] != socket.PACKET_OUTGOING and f[6:12] == src: n += 1
-print(n, flush=True)
-"""
 
 
 def sh(command, check=True):
@@ -142,16 +124,19 @@ class UplinkMetrics(unittest.TestCase):
         ctltest.wait_until(lambda: self.daemon.call("stats.get", port="vm2")["ports"]["vm2"]
                            ["tx_packets"] >= FRAMES, timeout=20, what="frames at vm2")
         received = rx.stop()
-        # vm1 -> peer: testpmd txonly to the peer's MAC leaves through the uplink.
-        counter = subprocess.Popen(["ip", "netns", "exec", PEER, "python3", "-c", COUNTER,
-                                    PEER_IF, MAC1], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True)
-        self.assertEqual(counter.stdout.readline().strip(), "ready")
+        # vm1 -> peer: testpmd txonly to the peer's MAC leaves through the uplink. The
+        # peer's interface counter counts it (IPv6 is off in both namespaces and nothing
+        # else talks on the wire meanwhile); a packet socket could not keep up.
+        peer_rx = lambda: int(sh(f"ip netns exec {PEER} cat "  # noqa: E731
+                                 f"/sys/class/net/{PEER_IF}/statistics/rx_packets"))
+        uplink_tx = lambda: self.daemon.call("stats.get", uplink="up0")[  # noqa: E731
+            "uplinks"]["up0"]["queues"][0]["tx_packets"]
+        peer_rx0, uplink_tx0 = peer_rx(), uplink_tx()
         tx = self.guest("up-vm1-tx", self.socks[0], MAC1, "txonly", 1, peer=PEER_MAC)
         time.sleep(2)
         sent = tx.stop()
         time.sleep(1)  # the uplink's TX ring drains
-        counted = int(counter.communicate(timeout=30)[0].strip())
+        counted = peer_rx() - peer_rx0
 
         stats = self.daemon.call("stats.get")
         f = self.scrape()
@@ -187,10 +172,15 @@ class UplinkMetrics(unittest.TestCase):
         # Guest -> peer: everything testpmd sent left through the uplink (unicast waits for
         # room rather than drop), and what the peer counted is what went out.
         self.assertGreater(sent["tx"], 1000)
-        self.assertEqual(v("xdpvhost_port_packets_total", port="vm1", direction="rx"), sent["tx"])
-        self.assertEqual(q0["tx_packets"] + sum(stats["ports"]["vm1"]["drops"].values()),
-                         sent["tx"])
-        self.assertEqual(counted, q0["tx_packets"])
+        # testpmd counts a frame as sent once it is on its virtio TX ring; when it quits,
+        # what the daemon had not taken yet (it was holding the guest back: the uplink was
+        # full) is abandoned by the guest with the ring (GET_VRING_BASE): at most a ring.
+        taken = v("xdpvhost_port_packets_total", port="vm1", direction="rx")
+        self.assertLessEqual(taken, sent["tx"])
+        self.assertLess(sent["tx"] - taken, 1024, "more than a ring of frames unaccounted")
+        self.assertEqual(stats["ports"]["vm1"]["rx_packets"], taken)
+        self.assertEqual(q0["tx_packets"] + sum(stats["ports"]["vm1"]["drops"].values()), taken)
+        self.assertEqual(counted, q0["tx_packets"] - uplink_tx0)
 
 
 if __name__ == "__main__":
