@@ -222,9 +222,11 @@ class XdpvhostdBackend(Backend):
                                nice=self.ctx.cfg.nice or None, bpffs=True)
         quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in inner)
         with open(path, "w") as f:
-            # setsid (no fork: the shell is no group leader): a Ctrl-C meant for
-            # the harness must not reach the daemon, the teardown stops it.
-            f.write(f"#!/bin/sh\nexec setsid {quoted} \"$@\"\n")
+            # xvtest's Daemon starts this in a session of its own already (a
+            # Ctrl-C meant for the harness must not reach the daemon; the
+            # teardown stops it), so no setsid here: in a session leader it
+            # would fork and the daemon's pid would be lost.
+            f.write(f"#!/bin/sh\nexec {quoted} \"$@\"\n")
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
         return path
 
