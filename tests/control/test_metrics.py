@@ -240,8 +240,12 @@ class Metrics(unittest.TestCase):
               f"metrics vm1 rx {v('xdpvhost_port_packets_total', port='vm1', direction='rx')}, "
               f"vm2 tx {v('xdpvhost_port_packets_total', port='vm2', direction='tx')}")
         self.assertGreater(sent["tx"], 1000)
-        # What testpmd sent is what the daemon took, in the metrics and in stats.get.
-        self.assertEqual(v("xdpvhost_port_packets_total", port="vm1", direction="rx"), sent["tx"])
+        # What testpmd sent is what the daemon took, in the metrics and in stats.get --
+        # but for what a quitting testpmd left on its TX ring: it counts a frame as sent
+        # once it is on the ring, and GET_VRING_BASE ends the ring (at most a ring).
+        taken = v("xdpvhost_port_packets_total", port="vm1", direction="rx")
+        self.assertLessEqual(taken, sent["tx"])
+        self.assertLess(sent["tx"] - taken, 1024, "more than a ring of frames unaccounted")
         self.assertEqual(v("xdpvhost_port_packets_total", port="vm1", direction="rx"),
                          s1["rx_packets"])
         # What the daemon delivered is what testpmd received.

@@ -67,8 +67,11 @@ class TwoGuests(unittest.TestCase):
               f"delivered {d['tx_packets']}, dropped {drops(d)} {d['drops']}, "
               f"testpmd received {received['rx']}")
         self.assertGreater(sent["tx"], 1000)
-        # Every frame the sender's ring handed over was taken by the daemon ...
-        self.assertEqual(s["rx_packets"], sent["tx"])
+        # Every frame the sender's ring handed over was taken by the daemon, but for
+        # what testpmd left on its TX ring when it quit (it counts a frame as sent once
+        # it is on the ring; GET_VRING_BASE ends the ring): at most a ring ...
+        self.assertLessEqual(s["rx_packets"], sent["tx"])
+        self.assertLess(sent["tx"] - s["rx_packets"], 1024)
         self.assertEqual(drops(s), 0, s["drops"])
         # ... and either delivered or dropped with a reason on the receiver.
         self.assertEqual(d["tx_packets"] + drops(d), s["rx_packets"])
