@@ -63,6 +63,7 @@ void Dataplane::set_tunables(const Tunables& t) {
 void Dataplane::publish_table() {
   auto table = std::make_shared<SwitchTable>();
   for (const auto& e : entries_) table->add(e);
+  table->finish(thread_count());
   std::shared_ptr<const SwitchTable> shared = table;
   for (auto& thread : threads_) {
     ServiceThread* th = thread.get();

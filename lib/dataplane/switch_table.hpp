@@ -26,6 +26,22 @@ class SwitchTable {
   void add(const SwitchEntry& e) {
     entries_.push_back(e);
     if (e.kind == PortKind::kGuest) by_mac_[e.port->mac().key()] = entries_.size() - 1;
+    uplink_queues_.clear();  // recomputed by finish()
+  }
+  // Precomputes, for every uplink and thread, the queue to send through
+  // (the per-frame lookup is then one hash probe). Call after the last add().
+  void finish(std::uint16_t threads) {
+    uplink_queues_.clear();
+    for (const auto& e : entries_) {
+      if (e.kind != PortKind::kUplink) continue;
+      for (std::uint16_t t = 0; t < threads; ++t) {
+        const std::uint64_t key = std::uint64_t{e.uplink} << 16 | t;
+        auto it = uplink_queues_.find(key);
+        // Prefer a queue on the sending thread, else the first one.
+        if (it == uplink_queues_.end() || (e.thread == t && entries_[it->second].thread != t))
+          uplink_queues_[key] = static_cast<std::size_t>(&e - entries_.data());
+      }
+    }
   }
   const std::vector<SwitchEntry>& entries() const noexcept { return entries_; }
   // Guest port owning `mac`, or nullptr.
@@ -41,18 +57,14 @@ class SwitchTable {
   // The queue of `uplink` to send through from `thread`: one on that thread
   // if there is one, else the first.
   const SwitchEntry* uplink_queue(std::uint32_t uplink, std::uint16_t thread) const noexcept {
-    const SwitchEntry* first = nullptr;
-    for (const auto& e : entries_) {
-      if (e.kind != PortKind::kUplink || e.uplink != uplink) continue;
-      if (e.thread == thread) return &e;
-      if (first == nullptr) first = &e;
-    }
-    return first;
+    auto it = uplink_queues_.find(std::uint64_t{uplink} << 16 | thread);
+    return it == uplink_queues_.end() ? nullptr : &entries_[it->second];
   }
 
  private:
   std::vector<SwitchEntry> entries_;
   std::unordered_map<std::uint64_t, std::size_t> by_mac_;
+  std::unordered_map<std::uint64_t, std::size_t> uplink_queues_;  // (uplink << 16 | thread) -> entry
 };
 
 }  // namespace xdpvhost::dataplane
