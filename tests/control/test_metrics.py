@@ -281,7 +281,7 @@ class Metrics(unittest.TestCase):
         self.assertEqual(self.daemon.call("stats.get", port="vm1")["ports"]["vm1"]["rx_packets"],
                          0)
         self.assertEqual(prom.value(scrape(), "xdpvhost_port_packets_total", port="vm1",
-                                    direction="rx"), sent["tx"])
+                                    direction="rx"), taken)
 
 
 class Listener(unittest.TestCase):
