@@ -21,7 +21,9 @@ namespace {
 // sun_path holds the path and its terminating NUL.
 constexpr std::size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
 
-std::uint32_t u32(const json& j) { return j.get<std::uint32_t>(); }
+std::uint32_t u32(const json& j) {
+  return j.get<std::uint32_t>();
+}
 
 std::optional<std::uint32_t> opt_u32(const json& obj, const char* key) {
   auto it = obj.find(key);
@@ -69,7 +71,8 @@ PortConfig port_from_json(const json& j) {
   PortConfig p;
   p.name = j.at("name").get<std::string>();
   p.socket = j.at("socket").get<std::string>();
-  p.mode = j.value("mode", std::string("server")) == "client" ? PortMode::kClient : PortMode::kServer;
+  p.mode =
+      j.value("mode", std::string("server")) == "client" ? PortMode::kClient : PortMode::kServer;
   p.mac = parse_mac(j.at("mac").get<std::string>()).value_or(MacBytes{});
   p.uplink = opt_string(j, "uplink");
   p.queues = opt_u32(j, "queues").value_or(p.queues);
@@ -173,25 +176,36 @@ std::optional<MacBytes> parse_mac(std::string_view text) {
   return mac;
 }
 
-std::string_view to_string(PortMode mode) { return mode == PortMode::kClient ? "client" : "server"; }
+std::string_view to_string(PortMode mode) {
+  return mode == PortMode::kClient ? "client" : "server";
+}
 
 std::string_view to_string(BindMode mode) {
   switch (mode) {
-    case BindMode::kZerocopy: return "zerocopy";
-    case BindMode::kCopy: return "copy";
-    case BindMode::kAuto: break;
+    case BindMode::kZerocopy:
+      return "zerocopy";
+    case BindMode::kCopy:
+      return "copy";
+    case BindMode::kAuto:
+      break;
   }
   return "auto";
 }
 
 std::string_view to_string(LogLevel level) {
   switch (level) {
-    case LogLevel::kTrace: return "trace";
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
-    case LogLevel::kOff: return "off";
+    case LogLevel::kTrace:
+      return "trace";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kOff:
+      return "off";
   }
   return "info";
 }
@@ -238,7 +252,8 @@ std::string check_socket_path(std::string_view path) {
   if (path.empty()) return "is empty";
   if (path.find('\0') != std::string_view::npos) return "holds a NUL byte";
   if (path.size() > kMaxSocketPath) {
-    return "is " + std::to_string(path.size()) + " bytes long, a unix socket path (sun_path) holds at most " +
+    return "is " + std::to_string(path.size()) +
+           " bytes long, a unix socket path (sun_path) holds at most " +
            std::to_string(kMaxSocketPath);
   }
   return "";
@@ -298,7 +313,8 @@ ConfigResult<Config> parse_config(const json& document) {
 ConfigResult<Config> parse_config_text(std::string_view text) {
   if (json_nesting_depth(text, kMaxJsonNesting) > kMaxJsonNesting)
     return ConfigError{ConfigErrorKind::kSyntax,
-                       "nested deeper than " + std::to_string(kMaxJsonNesting) + " levels", {}};
+                       "nested deeper than " + std::to_string(kMaxJsonNesting) + " levels",
+                       {}};
   json document;
   try {
     document = json::parse(text);

@@ -54,9 +54,15 @@ dataplane::UplinkConfig uplink_config(const Config& config, const UplinkConfig& 
   u.interface = uplink.interface;
   u.queues = uplink.queues;
   switch (uplink.bind) {
-    case BindMode::kAuto: u.bind = xsk::BindMode::kAuto; break;
-    case BindMode::kZerocopy: u.bind = xsk::BindMode::kZeroCopy; break;
-    case BindMode::kCopy: u.bind = xsk::BindMode::kCopy; break;
+    case BindMode::kAuto:
+      u.bind = xsk::BindMode::kAuto;
+      break;
+    case BindMode::kZerocopy:
+      u.bind = xsk::BindMode::kZeroCopy;
+      break;
+    case BindMode::kCopy:
+      u.bind = xsk::BindMode::kCopy;
+      break;
   }
   u.frame_size = uplink.frame_size;
   u.ring_size = uplink.ring_size;

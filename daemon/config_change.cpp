@@ -18,8 +18,8 @@ std::string json_quoted(std::string_view s) {
 }
 
 ConfigError not_found(std::string_view what, std::string_view name) {
-  return ConfigError{ConfigErrorKind::kNotFound,
-                     "there is no " + std::string(what) + " " + json_quoted(name), {}};
+  return ConfigError{
+      ConfigErrorKind::kNotFound, "there is no " + std::string(what) + " " + json_quoted(name), {}};
 }
 
 ConfigError internal_error(const std::exception& e) {
@@ -51,7 +51,8 @@ ConfigResult<TunablesChange> parse_tunables_set(const json& params) {
     c.values.rx_burst = u32("rx_burst");
     c.values.tx_burst = u32("tx_burst");
     c.values.tx_inflight_max = u32("tx_inflight_max");
-    if (params.contains("napi_busy_poll")) c.values.napi_busy_poll = params["napi_busy_poll"].get<bool>();
+    if (params.contains("napi_busy_poll"))
+      c.values.napi_busy_poll = params["napi_busy_poll"].get<bool>();
     c.values.busy_poll_budget = u32("busy_poll_budget");
     return c;
   } catch (const std::exception& e) {
@@ -97,9 +98,10 @@ ConfigResult<Config> with_uplink_removed(const Config& config, std::string_view 
     if (!config.find_uplink(name)) return not_found("uplink", name);
     for (const auto& p : config.ports) {
       if (p.uplink && *p.uplink == name) {
-        return ConfigError{ConfigErrorKind::kInUse,
-                           "uplink " + json_quoted(name) + " is still the uplink of port " + json_quoted(p.name),
-                           {}};
+        return ConfigError{
+            ConfigErrorKind::kInUse,
+            "uplink " + json_quoted(name) + " is still the uplink of port " + json_quoted(p.name),
+            {}};
       }
     }
     Config next = config;
@@ -117,14 +119,17 @@ ConfigResult<Config> with_tunables_set(const Config& config, const TunablesChang
     if (change.port && change.uplink) {
       return ConfigError{ConfigErrorKind::kInvalid, "params: give port or uplink, not both", {}};
     }
-    if (change.port && (v.busy_poll_us || v.tx_inflight_max || v.napi_busy_poll || v.busy_poll_budget)) {
+    if (change.port &&
+        (v.busy_poll_us || v.tx_inflight_max || v.napi_busy_poll || v.busy_poll_budget)) {
       return ConfigError{ConfigErrorKind::kInvalid,
-                         "params: a port overrides only signal_batch, rx_burst and tx_burst", {}};
+                         "params: a port overrides only signal_batch, rx_burst and tx_burst",
+                         {}};
     }
     if (change.uplink && (v.busy_poll_us || v.signal_batch || v.rx_burst || v.tx_burst)) {
       return ConfigError{
           ConfigErrorKind::kInvalid,
-          "params: an uplink overrides only tx_inflight_max, napi_busy_poll and busy_poll_budget", {}};
+          "params: an uplink overrides only tx_inflight_max, napi_busy_poll and busy_poll_budget",
+          {}};
     }
     if (change.port) {
       auto it = std::find_if(next.ports.begin(), next.ports.end(),

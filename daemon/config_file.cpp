@@ -20,7 +20,9 @@ namespace {
 // /dev/zero from eating memory.
 constexpr std::streamoff kMaxConfigBytes = 64 << 20;
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 bool write_all(int fd, const std::string& data) {
   std::size_t done = 0;

@@ -9,9 +9,12 @@ namespace xdpvhost::daemon {
 using nlohmann::json;
 
 json to_json(const Tunables& t) {
-  return json{{"busy_poll_us", t.busy_poll_us},       {"signal_batch", t.signal_batch},
-              {"rx_burst", t.rx_burst},               {"tx_burst", t.tx_burst},
-              {"tx_inflight_max", t.tx_inflight_max}, {"napi_busy_poll", t.napi_busy_poll},
+  return json{{"busy_poll_us", t.busy_poll_us},
+              {"signal_batch", t.signal_batch},
+              {"rx_burst", t.rx_burst},
+              {"tx_burst", t.tx_burst},
+              {"tx_inflight_max", t.tx_inflight_max},
+              {"napi_busy_poll", t.napi_busy_poll},
               {"busy_poll_budget", t.busy_poll_budget}};
 }
 
@@ -32,7 +35,7 @@ json to_json(const UplinkTunables& t) {
 }
 
 json to_json(const PortConfig& p) {
-  json j{{"name", p.name},          {"socket", p.socket}, {"mode", to_string(p.mode)},
+  json j{{"name", p.name},           {"socket", p.socket}, {"mode", to_string(p.mode)},
          {"mac", format_mac(p.mac)}, {"queues", p.queues}, {"mtu", p.mtu}};
   if (p.uplink) j["uplink"] = *p.uplink;
   if (p.thread) j["thread"] = *p.thread;

@@ -13,16 +13,16 @@
 namespace xdpvhost::daemon {
 
 enum class ConfigErrorKind {
-  kIo,           // the file could not be read or written
-  kSyntax,       // not JSON
-  kSchema,       // the JSON does not match the schema (details: every violation)
-  kInvalid,      // matches the schema but breaks a rule (multicast MAC, thread index, ...)
-  kSocketPath,   // a socket path does not fit sun_path or holds a NUL byte
-  kNameInUse,    // a port or uplink name is taken
-  kMacInUse,     // a MAC is taken by another port
-  kSocketInUse,  // a socket path is taken by another port or the control socket
-  kNotFound,     // a named port or uplink does not exist
-  kInUse,        // still referenced (uplink named by ports, interface queue bound)
+  kIo,               // the file could not be read or written
+  kSyntax,           // not JSON
+  kSchema,           // the JSON does not match the schema (details: every violation)
+  kInvalid,          // matches the schema but breaks a rule (multicast MAC, thread index, ...)
+  kSocketPath,       // a socket path does not fit sun_path or holds a NUL byte
+  kNameInUse,        // a port or uplink name is taken
+  kMacInUse,         // a MAC is taken by another port
+  kSocketInUse,      // a socket path is taken by another port or the control socket
+  kNotFound,         // a named port or uplink does not exist
+  kInUse,            // still referenced (uplink named by ports, interface queue bound)
   kOperationFailed,  // valid, but the daemon could not do it (socket not bindable, ...)
 };
 
@@ -38,14 +38,22 @@ struct ConfigError {
   // only file loading produces, map to kInvalidParams too).
   RpcErrorCode rpc_code() const {
     switch (kind) {
-      case ConfigErrorKind::kSocketPath: return RpcErrorCode::kInvalidSocketPath;
-      case ConfigErrorKind::kNameInUse: return RpcErrorCode::kNameInUse;
-      case ConfigErrorKind::kMacInUse: return RpcErrorCode::kMacInUse;
-      case ConfigErrorKind::kSocketInUse: return RpcErrorCode::kSocketInUse;
-      case ConfigErrorKind::kNotFound: return RpcErrorCode::kNotFound;
-      case ConfigErrorKind::kInUse: return RpcErrorCode::kInUse;
-      case ConfigErrorKind::kOperationFailed: return RpcErrorCode::kOperationFailed;
-      default: return RpcErrorCode::kInvalidParams;
+      case ConfigErrorKind::kSocketPath:
+        return RpcErrorCode::kInvalidSocketPath;
+      case ConfigErrorKind::kNameInUse:
+        return RpcErrorCode::kNameInUse;
+      case ConfigErrorKind::kMacInUse:
+        return RpcErrorCode::kMacInUse;
+      case ConfigErrorKind::kSocketInUse:
+        return RpcErrorCode::kSocketInUse;
+      case ConfigErrorKind::kNotFound:
+        return RpcErrorCode::kNotFound;
+      case ConfigErrorKind::kInUse:
+        return RpcErrorCode::kInUse;
+      case ConfigErrorKind::kOperationFailed:
+        return RpcErrorCode::kOperationFailed;
+      default:
+        return RpcErrorCode::kInvalidParams;
     }
   }
 };

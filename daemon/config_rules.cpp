@@ -7,15 +7,16 @@ namespace xdpvhost::daemon::config_rules {
 namespace {
 
 constexpr std::size_t kShownErrors = 3;
-constexpr std::uint32_t kXdpHeadroom = 256;   // XDP_PACKET_HEADROOM, before every AF_XDP frame
+constexpr std::uint32_t kXdpHeadroom = 256;    // XDP_PACKET_HEADROOM, before every AF_XDP frame
 constexpr std::uint32_t kL2Overhead = 14 + 4;  // Ethernet header + one VLAN tag
 
 std::string json_quoted(std::string_view s) {
-  return nlohmann::json(std::string(s)).dump(-1, ' ', false,
-                                              nlohmann::json::error_handler_t::replace);
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::optional<ConfigError> check_thread(const Config& config, const std::optional<std::uint32_t>& thread,
+std::optional<ConfigError> check_thread(const Config& config,
+                                        const std::optional<std::uint32_t>& thread,
                                         std::string_view where) {
   if (thread && *thread >= config.threads.count) {
     return field_error(ConfigErrorKind::kInvalid, where, "thread",
@@ -71,11 +72,11 @@ ConfigError field_error(ConfigErrorKind kind, std::string_view where, std::strin
 
 std::optional<ConfigError> check_port_fields(const PortConfig& port, std::string_view where) {
   if (port.mac[0] & 1) {
-    return field_error(ConfigErrorKind::kInvalid, where, "mac",
-                       format_mac(port.mac) +
-                           (port.mac == MacBytes{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-                                ? " is the broadcast address, a port needs a unicast MAC"
-                                : " is a multicast address, a port needs a unicast MAC"));
+    return field_error(
+        ConfigErrorKind::kInvalid, where, "mac",
+        format_mac(port.mac) + (port.mac == MacBytes{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+                                    ? " is the broadcast address, a port needs a unicast MAC"
+                                    : " is a multicast address, a port needs a unicast MAC"));
   }
   if (port.mac == MacBytes{}) {
     return field_error(ConfigErrorKind::kInvalid, where, "mac",
@@ -93,13 +94,14 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
   if (auto e = check_name_unused(config, port.name, where)) return e;
   for (const auto& other : config.ports) {
     if (other.mac == port.mac) {
-      return field_error(ConfigErrorKind::kMacInUse, where, "mac",
-                         format_mac(port.mac) + " is already the MAC of port " + json_quoted(other.name));
+      return field_error(
+          ConfigErrorKind::kMacInUse, where, "mac",
+          format_mac(port.mac) + " is already the MAC of port " + json_quoted(other.name));
     }
     if (other.socket == port.socket) {
-      return field_error(ConfigErrorKind::kSocketInUse, where, "socket",
-                         json_quoted(port.socket) + " is already the socket of port " +
-                             json_quoted(other.name));
+      return field_error(
+          ConfigErrorKind::kSocketInUse, where, "socket",
+          json_quoted(port.socket) + " is already the socket of port " + json_quoted(other.name));
     }
   }
   if (port.socket == config.control.socket) {
@@ -115,12 +117,12 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
     // A frame must fit one UMEM frame after the kernel's XDP headroom.
     const std::uint32_t room = uplink->frame_size - kXdpHeadroom;
     if (port.mtu + kL2Overhead > room) {
-      return field_error(ConfigErrorKind::kInvalid, where, "mtu",
-                         std::to_string(port.mtu) + " needs frames of " +
-                             std::to_string(port.mtu + kL2Overhead) + " bytes; uplink " +
-                             json_quoted(uplink->name) + " (frame_size " +
-                             std::to_string(uplink->frame_size) + ") holds at most " +
-                             std::to_string(room) + (uplink->frame_size < 4096 ? " (use frame_size 4096)" : ""));
+      return field_error(
+          ConfigErrorKind::kInvalid, where, "mtu",
+          std::to_string(port.mtu) + " needs frames of " + std::to_string(port.mtu + kL2Overhead) +
+              " bytes; uplink " + json_quoted(uplink->name) + " (frame_size " +
+              std::to_string(uplink->frame_size) + ") holds at most " + std::to_string(room) +
+              (uplink->frame_size < 4096 ? " (use frame_size 4096)" : ""));
     }
   }
   return check_thread(config, port.thread, where);

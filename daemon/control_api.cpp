@@ -73,7 +73,8 @@ RpcResult ControlApi::status(const json&) {
   for (const auto& p : config.ports)
     if (const auto* c = daemon_.find_port(p.name)) ports.push_back(port_summary(p, *c));
   const double uptime =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - daemon_.started_at()).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - daemon_.started_at())
+          .count();
   return json{{"version", daemon_.version()},
               {"uptime_s", uptime},
               {"threads", threads},
@@ -226,7 +227,8 @@ RpcResult ControlApi::stats_get(const json& params) {
     for (std::uint16_t t = 0; t < dp.thread_count(); ++t) {
       auto now = ThreadStatsSnapshot::of(dp.thread(t).counters());
       auto it = thread_baselines_.find(t);
-      threads.push_back(thread_stats(t, it == thread_baselines_.end() ? now : now.since(it->second)));
+      threads.push_back(
+          thread_stats(t, it == thread_baselines_.end() ? now : now.since(it->second)));
     }
   }
   return json{{"ports", ports}, {"uplinks", uplinks}, {"threads", threads}};
@@ -271,6 +273,8 @@ RpcResult ControlApi::log_set_level(const json& params) {
   return json{{"level", level}, {"previous", previous}};
 }
 
-RpcResult ControlApi::config_get(const json&) { return to_json(daemon_.config()); }
+RpcResult ControlApi::config_get(const json&) {
+  return to_json(daemon_.config());
+}
 
 }  // namespace xdpvhost::daemon

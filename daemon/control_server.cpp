@@ -119,11 +119,14 @@ ControlServer::ControlServer(boost::asio::io_context& io, Options options, Handl
       handler_(std::move(handler)),
       too_large_(std::move(too_large)) {}
 
-ControlServer::~ControlServer() { stop(); }
+ControlServer::~ControlServer() {
+  stop();
+}
 
 bool ControlServer::start(std::string& error) {
   std::error_code mkdir_error;
-  std::filesystem::create_directories(std::filesystem::path(options_.path).parent_path(), mkdir_error);
+  std::filesystem::create_directories(std::filesystem::path(options_.path).parent_path(),
+                                      mkdir_error);
   struct stat st {};
   if (::lstat(options_.path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
@@ -169,24 +172,25 @@ void ControlServer::stop() {
 }
 
 void ControlServer::accept() {
-  acceptor_->async_accept([this](const boost::system::error_code& ec, stream_protocol::socket socket) {
-    if (ec == boost::asio::error::operation_aborted || !acceptor_) return;
-    if (!ec) {
-      if (sessions_.size() >= options_.max_clients) {
-        // A client retrying in a loop must not flood the log: 1st, 10th, 100th, ...
-        if (++refused_ == next_refusal_log_) {
-          spdlog::warn("control socket: {} clients connected, refused {} connection(s) so far",
-                       sessions_.size(), refused_);
-          next_refusal_log_ *= 10;
+  acceptor_->async_accept(
+      [this](const boost::system::error_code& ec, stream_protocol::socket socket) {
+        if (ec == boost::asio::error::operation_aborted || !acceptor_) return;
+        if (!ec) {
+          if (sessions_.size() >= options_.max_clients) {
+            // A client retrying in a loop must not flood the log: 1st, 10th, 100th, ...
+            if (++refused_ == next_refusal_log_) {
+              spdlog::warn("control socket: {} clients connected, refused {} connection(s) so far",
+                           sessions_.size(), refused_);
+              next_refusal_log_ *= 10;
+            }
+          } else {
+            auto session = std::make_shared<Session>(*this, std::move(socket));
+            sessions_.insert(session);
+            session->start();
+          }
         }
-      } else {
-        auto session = std::make_shared<Session>(*this, std::move(socket));
-        sessions_.insert(session);
-        session->start();
-      }
-    }
-    accept();
-  });
+        accept();
+      });
 }
 
 void ControlServer::close(const std::shared_ptr<Session>& session) {

@@ -9,7 +9,9 @@ namespace xdpvhost::daemon {
 
 Daemon::Daemon(boost::asio::io_context& io, Config config) : io_(io), config_(std::move(config)) {}
 
-Daemon::~Daemon() { shutdown(); }
+Daemon::~Daemon() {
+  shutdown();
+}
 
 std::string Daemon::start() {
   dataplane_ = std::make_unique<dataplane::Dataplane>(dataplane_options(config_));
@@ -71,7 +73,8 @@ std::optional<ConfigError> Daemon::add_uplink(const UplinkConfig& uplink) {
   config_ = std::move(next.value());
   if (std::string error = open_uplink(uplink); !error.empty()) {
     config_ = previous;
-    return ConfigError{ConfigErrorKind::kOperationFailed, "uplink " + uplink.name + ": " + error, {}};
+    return ConfigError{
+        ConfigErrorKind::kOperationFailed, "uplink " + uplink.name + ": " + error, {}};
   }
   persist();
   return std::nullopt;

@@ -273,7 +273,8 @@ bool Compiler::compile_keyword(Schema& s, const std::string& key, const json& va
     return true;
   }
   if (key == "enum") {
-    if (!value.is_array() || value.empty()) return fail(pointer, "\"enum\" must be a non-empty array");
+    if (!value.is_array() || value.empty())
+      return fail(pointer, "\"enum\" must be a non-empty array");
     s.enum_values = std::vector<json>(value.begin(), value.end());
     return true;
   }
@@ -343,7 +344,8 @@ bool Compiler::compile_keyword(Schema& s, const std::string& key, const json& va
     try {
       s.pattern.emplace(s.pattern_source, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      return fail(pointer, "\"pattern\" " + s.pattern_source + " is not a valid regex: " + e.what());
+      return fail(pointer,
+                  "\"pattern\" " + s.pattern_source + " is not a valid regex: " + e.what());
     }
     return true;
   }

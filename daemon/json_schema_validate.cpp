@@ -16,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kMaxDepth = 256;            // nested evaluations, guards $ref cycles
+constexpr int kMaxDepth = 256;                 // nested evaluations, guards $ref cycles
 constexpr std::size_t kShownBranchErrors = 2;  // per alternative in oneOf/anyOf messages
 constexpr std::size_t kShownValueChars = 64;
 
@@ -31,15 +31,23 @@ std::string render(const json& value) {
 
 const char* type_name(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::object: return "object";
-    case json::value_t::array: return "array";
-    case json::value_t::string: return "string";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::string:
+      return "string";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return "number";
-    default: return "binary";
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "binary";
   }
 }
 
@@ -67,16 +75,22 @@ bool is_integral(const json& v) {
 
 bool matches_type(std::uint8_t types, const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return types & kTypeNull;
-    case json::value_t::boolean: return types & kTypeBoolean;
-    case json::value_t::object: return types & kTypeObject;
-    case json::value_t::array: return types & kTypeArray;
-    case json::value_t::string: return types & kTypeString;
+    case json::value_t::null:
+      return types & kTypeNull;
+    case json::value_t::boolean:
+      return types & kTypeBoolean;
+    case json::value_t::object:
+      return types & kTypeObject;
+    case json::value_t::array:
+      return types & kTypeArray;
+    case json::value_t::string:
+      return types & kTypeString;
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
     case json::value_t::number_float:
       return (types & kTypeNumber) || ((types & kTypeInteger) && is_integral(v));
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -115,7 +129,9 @@ bool is_identifier(const std::string& key) {
   return true;
 }
 
-std::string json_quoted(const std::string& s) { return render(json(s)); }
+std::string json_quoted(const std::string& s) {
+  return render(json(s));
+}
 
 class Validator {
  public:

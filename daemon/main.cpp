@@ -19,7 +19,6 @@
 #include "metrics_service.hpp"
 #include "rpc_dispatcher.hpp"
 
-
 int main(int argc, char** argv) {
   CLI::App app{"xdpvhostd: vhost-user virtio-net backend with AF_XDP uplinks"};
   std::string config_path;

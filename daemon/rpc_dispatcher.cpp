@@ -51,10 +51,10 @@ std::string RpcDispatcher::too_large(std::size_t limit) const {
 
 std::string RpcDispatcher::handle(std::string_view line) {
   if (json_nesting_depth(line, kMaxJsonNesting) > kMaxJsonNesting)
-    return dump(reply_error(nullptr, {RpcErrorCode::kInvalidRequest,
-                                      "request nested deeper than " + std::to_string(kMaxJsonNesting) +
-                                          " levels",
-                                      nullptr}));
+    return dump(reply_error(
+        nullptr,
+        {RpcErrorCode::kInvalidRequest,
+         "request nested deeper than " + std::to_string(kMaxJsonNesting) + " levels", nullptr}));
   json request = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded())
     return dump(reply_error(nullptr, {RpcErrorCode::kParseError, "not valid JSON", nullptr}));
@@ -76,8 +76,8 @@ json RpcDispatcher::dispatch(const json& request, bool& notification) {
   if (!request.is_object()) return invalid("a request is a JSON object");
   if (!request.contains("jsonrpc") || request["jsonrpc"] != "2.0")
     return invalid("\"jsonrpc\" must be \"2.0\"");
-  if (request.contains("id") && !(request["id"].is_string() || request["id"].is_number_integer() ||
-                                  request["id"].is_null()))
+  if (request.contains("id") &&
+      !(request["id"].is_string() || request["id"].is_number_integer() || request["id"].is_null()))
     return invalid("\"id\" must be a string, an integer or null");
   if (!request.contains("method") || !request["method"].is_string())
     return invalid("\"method\" must be a string");
@@ -92,15 +92,15 @@ json RpcDispatcher::dispatch(const json& request, bool& notification) {
   auto it = methods_.find(method);
   const Schema* schema = registry_.params(method);
   if (it == methods_.end() || schema == nullptr)
-    return reply_error(id, {RpcErrorCode::kMethodNotFound,
-                            "no method \"" + method + "\" (see the version method for the list)",
-                            nullptr});
+    return reply_error(
+        id, {RpcErrorCode::kMethodNotFound,
+             "no method \"" + method + "\" (see the version method for the list)", nullptr});
   auto errors = validate(*schema, params, "params");
   if (!errors.empty()) {
     json details = json::array();
     for (const auto& e : errors) details.push_back(e.to_string());
-    return reply_error(id, {RpcErrorCode::kInvalidParams, join_errors(errors),
-                            json{{"errors", details}}});
+    return reply_error(
+        id, {RpcErrorCode::kInvalidParams, join_errors(errors), json{{"errors", details}}});
   }
   RpcResult result = [&]() -> RpcResult {
     try {
@@ -115,9 +115,9 @@ json RpcDispatcher::dispatch(const json& request, bool& notification) {
     if (const Schema* rs = registry_.result(method)) {
       auto bad = validate(*rs, result.result(), "result");
       if (!bad.empty())
-        return reply_error(id, {RpcErrorCode::kInternalError,
-                                method + " result does not match its schema: " + join_errors(bad),
-                                nullptr});
+        return reply_error(
+            id, {RpcErrorCode::kInternalError,
+                 method + " result does not match its schema: " + join_errors(bad), nullptr});
     }
   }
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", result.result()}};

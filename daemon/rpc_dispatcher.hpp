@@ -26,7 +26,7 @@ struct RpcError {
 // A method's answer: a result or an error.
 class RpcResult {
  public:
-  RpcResult(nlohmann::json result) : result_(std::move(result)) {}  // NOLINT: implicit
+  RpcResult(nlohmann::json result) : result_(std::move(result)) {}        // NOLINT: implicit
   RpcResult(RpcError error) : error_(std::move(error)), failed_(true) {}  // NOLINT: implicit
   bool ok() const noexcept { return !failed_; }
   const nlohmann::json& result() const noexcept { return result_; }

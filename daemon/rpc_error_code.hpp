@@ -24,31 +24,50 @@ enum class RpcErrorCode : int {
 };
 
 inline constexpr RpcErrorCode kAllRpcErrorCodes[] = {
-    RpcErrorCode::kParseError,        RpcErrorCode::kInvalidRequest,
-    RpcErrorCode::kMethodNotFound,    RpcErrorCode::kInvalidParams,
-    RpcErrorCode::kInternalError,     RpcErrorCode::kNameInUse,
-    RpcErrorCode::kNotFound,          RpcErrorCode::kMacInUse,
-    RpcErrorCode::kInvalidSocketPath, RpcErrorCode::kRequestTooLarge,
-    RpcErrorCode::kOperationFailed,   RpcErrorCode::kSocketInUse,
+    RpcErrorCode::kParseError,
+    RpcErrorCode::kInvalidRequest,
+    RpcErrorCode::kMethodNotFound,
+    RpcErrorCode::kInvalidParams,
+    RpcErrorCode::kInternalError,
+    RpcErrorCode::kNameInUse,
+    RpcErrorCode::kNotFound,
+    RpcErrorCode::kMacInUse,
+    RpcErrorCode::kInvalidSocketPath,
+    RpcErrorCode::kRequestTooLarge,
+    RpcErrorCode::kOperationFailed,
+    RpcErrorCode::kSocketInUse,
     RpcErrorCode::kInUse,
 };
 
 // The snake_case name errors.json gives the code.
 constexpr std::string_view to_string(RpcErrorCode code) {
   switch (code) {
-    case RpcErrorCode::kParseError: return "parse_error";
-    case RpcErrorCode::kInvalidRequest: return "invalid_request";
-    case RpcErrorCode::kMethodNotFound: return "method_not_found";
-    case RpcErrorCode::kInvalidParams: return "invalid_params";
-    case RpcErrorCode::kInternalError: return "internal_error";
-    case RpcErrorCode::kNameInUse: return "name_in_use";
-    case RpcErrorCode::kNotFound: return "not_found";
-    case RpcErrorCode::kMacInUse: return "mac_in_use";
-    case RpcErrorCode::kInvalidSocketPath: return "invalid_socket_path";
-    case RpcErrorCode::kRequestTooLarge: return "request_too_large";
-    case RpcErrorCode::kOperationFailed: return "operation_failed";
-    case RpcErrorCode::kSocketInUse: return "socket_in_use";
-    case RpcErrorCode::kInUse: return "in_use";
+    case RpcErrorCode::kParseError:
+      return "parse_error";
+    case RpcErrorCode::kInvalidRequest:
+      return "invalid_request";
+    case RpcErrorCode::kMethodNotFound:
+      return "method_not_found";
+    case RpcErrorCode::kInvalidParams:
+      return "invalid_params";
+    case RpcErrorCode::kInternalError:
+      return "internal_error";
+    case RpcErrorCode::kNameInUse:
+      return "name_in_use";
+    case RpcErrorCode::kNotFound:
+      return "not_found";
+    case RpcErrorCode::kMacInUse:
+      return "mac_in_use";
+    case RpcErrorCode::kInvalidSocketPath:
+      return "invalid_socket_path";
+    case RpcErrorCode::kRequestTooLarge:
+      return "request_too_large";
+    case RpcErrorCode::kOperationFailed:
+      return "operation_failed";
+    case RpcErrorCode::kSocketInUse:
+      return "socket_in_use";
+    case RpcErrorCode::kInUse:
+      return "in_use";
   }
   return "unknown";
 }

@@ -81,7 +81,8 @@ std::unique_ptr<SchemaRegistry> SchemaRegistry::build(std::span<const ProtoFile>
         error = path + ": \"$id\" must be " + id;
         return nullptr;
       }
-      if (!reg->schemas_.find(id + "#/$defs/params") || !reg->schemas_.find(id + "#/$defs/result")) {
+      if (!reg->schemas_.find(id + "#/$defs/params") ||
+          !reg->schemas_.find(id + "#/$defs/result")) {
         error = path + ": needs $defs/params and $defs/result";
         return nullptr;
       }

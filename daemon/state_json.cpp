@@ -9,8 +9,8 @@
 
 namespace xdpvhost::daemon {
 
-using nlohmann::json;
 using dataplane::GuestPort;
+using nlohmann::json;
 
 std::string port_state(const dataplane::GuestPortController& c) {
   if (c.port().broken()) return "broken";
@@ -70,11 +70,17 @@ json thread_status(const dataplane::ServiceThread& t, const std::vector<std::str
   using S = dataplane::ServiceThread::State;
   const char* state = "busy";
   switch (t.state()) {
-    case S::kPolling: state = "polling"; break;
+    case S::kPolling:
+      state = "polling";
+      break;
     case S::kSleeping:
-    case S::kStopped: state = "sleeping"; break;
+    case S::kStopped:
+      state = "sleeping";
+      break;
     case S::kStarting:
-    case S::kBusy: state = "busy"; break;
+    case S::kBusy:
+      state = "busy";
+      break;
   }
   return json{{"index", t.index()},
               {"cpu", t.cpu() ? json(*t.cpu()) : json(nullptr)},
@@ -113,7 +119,9 @@ json thread_stats(std::uint16_t index, const ThreadStatsSnapshot& s) {
               {"burst_histogram", hist}};
 }
 
-json tunables_json(const Tunables& t) { return to_json(t); }
+json tunables_json(const Tunables& t) {
+  return to_json(t);
+}
 
 json uplink_status(const UplinkConfig& config, const dataplane::UplinkController& u) {
   json queues = json::array();
@@ -137,9 +145,10 @@ json uplink_status(const UplinkConfig& config, const dataplane::UplinkController
 }
 
 json uplink_stats(const UplinkStatsSnapshot& s) {
-  json total{{"rx_packets", 0u}, {"rx_bytes", 0u}, {"tx_packets", 0u}, {"tx_bytes", 0u},
-             {"rx_dropped", 0u}, {"rx_invalid_descs", 0u}, {"tx_invalid_descs", 0u},
-             {"rx_ring_full", 0u}, {"rx_fill_ring_empty_descs", 0u}, {"tx_ring_empty_descs", 0u}};
+  json total{{"rx_packets", 0u},         {"rx_bytes", 0u},     {"tx_packets", 0u},
+             {"tx_bytes", 0u},           {"rx_dropped", 0u},   {"rx_invalid_descs", 0u},
+             {"tx_invalid_descs", 0u},   {"rx_ring_full", 0u}, {"rx_fill_ring_empty_descs", 0u},
+             {"tx_ring_empty_descs", 0u}};
   std::array<std::uint64_t, static_cast<std::size_t>(dataplane::DropReason::kCount)> drops{};
   std::uint64_t flood_dropped = 0;
   json queues = json::array();

@@ -18,7 +18,9 @@ using nlohmann::json;
 namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) { g_interrupted = 1; }
+void on_interrupt(int) {
+  g_interrupted = 1;
+}
 
 // Sleeps up to `seconds`; false if interrupted (SIGINT/SIGTERM).
 bool pause_for(double seconds) {
@@ -129,9 +131,8 @@ int Commands::uplink_add(const UplinkAddOptions& o) {
   if (!o.queues.empty()) params["queues"] = o.queues;
   if (o.bind) params["bind"] = *o.bind;
   if (o.thread) params["thread"] = *o.thread;
-  return finish(client_.call("uplink.add", params), [](const json& r) {
-    print_uplink_list(json::array({r}), std::cout);
-  });
+  return finish(client_.call("uplink.add", params),
+                [](const json& r) { print_uplink_list(json::array({r}), std::cout); });
 }
 
 int Commands::uplink_remove(const std::string& name) {

@@ -31,8 +31,8 @@ const json& array_or_empty(const json& object, const char* key) {
 std::string uptime(double seconds) {
   const auto s = static_cast<long long>(seconds);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%lldd %02lld:%02lld:%02lld", s / 86400, s / 3600 % 24, s / 60 % 60,
-                s % 60);
+  std::snprintf(buf, sizeof buf, "%lldd %02lld:%02lld:%02lld", s / 86400, s / 3600 % 24,
+                s / 60 % 60, s % 60);
   return buf;
 }
 
@@ -128,8 +128,7 @@ void print_tunables(const json& scope, std::ostream& out) {
   const json overrides = scope.value("overrides", json::object());
   if (scope.contains("tunables") && scope["tunables"].is_object())
     for (const auto& [k, v] : scope["tunables"].items())
-      t.add({k, text(v),
-             overrides.is_object() && overrides.contains(k) ? "override" : "global"});
+      t.add({k, text(v), overrides.is_object() && overrides.contains(k) ? "override" : "global"});
   t.print(out);
 }
 

@@ -51,8 +51,9 @@ int main(int argc, char** argv) {
 
   // ---- port ----
   auto* port = app.add_subcommand("port", "guest ports (vhost-user)")->require_subcommand(1);
-  port->add_subcommand("list", "every port with its state")
-      ->callback(run([](Commands c) { return c.port_list(); }));
+  port->add_subcommand("list", "every port with its state")->callback(run([](Commands c) {
+    return c.port_list();
+  }));
   std::string port_name;
   auto* port_get = port->add_subcommand("get", "one port: virtqueues, features, tunables");
   port_get->add_option("NAME", port_name, "port name")->required();
@@ -74,9 +75,11 @@ int main(int argc, char** argv) {
   port_rm->callback(run([&](Commands c) { return c.port_remove(port_name); }));
 
   // ---- uplink ----
-  auto* uplink = app.add_subcommand("uplink", "uplinks (AF_XDP on NIC queues)")->require_subcommand(1);
-  uplink->add_subcommand("list", "every uplink with its queues")
-      ->callback(run([](Commands c) { return c.uplink_list(); }));
+  auto* uplink =
+      app.add_subcommand("uplink", "uplinks (AF_XDP on NIC queues)")->require_subcommand(1);
+  uplink->add_subcommand("list", "every uplink with its queues")->callback(run([](Commands c) {
+    return c.uplink_list();
+  }));
   UplinkAddOptions up;
   auto* uplink_add = uplink->add_subcommand("add", "add an uplink");
   uplink_add->add_option("NAME", up.name, "uplink name")->required();
@@ -115,13 +118,15 @@ int main(int argc, char** argv) {
   scope_options(stats, stats_scope, "counters");
   WatchOptions watch;
   std::string watch_seconds;
-  stats->add_option("--watch", watch_seconds,
-                    "print again every SECONDS (default 1) with per-second rates, until Ctrl-C")
+  stats
+      ->add_option("--watch", watch_seconds,
+                   "print again every SECONDS (default 1) with per-second rates, until Ctrl-C")
       ->expected(0, 1)
       ->option_text("[SECONDS]");
   stats->add_option("--count", watch.count, "with --watch: stop after this many samples");
   Scope reset_scope;
-  auto* stats_reset = stats->add_subcommand("reset", "zero stats.get's counters (metrics keep counting)");
+  auto* stats_reset =
+      stats->add_subcommand("reset", "zero stats.get's counters (metrics keep counting)");
   scope_options(stats_reset, reset_scope, "counters");
   stats_reset->callback(run([&](Commands c) { return c.stats_reset(reset_scope); }));
   stats->callback([&] {
@@ -145,8 +150,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   log_level->callback(run([&](Commands c) { return c.log_level(level); }));
 
-  app.add_subcommand("version", "client and daemon versions")
-      ->callback(run([](Commands c) { return c.version(kVersion); }));
+  app.add_subcommand("version", "client and daemon versions")->callback(run([](Commands c) {
+    return c.version(kVersion);
+  }));
 
   std::string method, params;
   auto* call = app.add_subcommand("call", "any control method; prints its result as JSON");

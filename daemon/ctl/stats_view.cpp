@@ -12,7 +12,8 @@ namespace {
 
 std::uint64_t count(const json& v) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
-  if (v.is_number_integer() && v.get<std::int64_t>() > 0) return static_cast<std::uint64_t>(v.get<std::int64_t>());
+  if (v.is_number_integer() && v.get<std::int64_t>() > 0)
+    return static_cast<std::uint64_t>(v.get<std::int64_t>());
   return 0;
 }
 
@@ -51,8 +52,8 @@ const json& member(const json& object, const std::string& key) {
 
 void print_ports(const json& ports, const json& previous, double seconds, std::ostream& out) {
   const bool rates = !previous.is_null() && seconds > 0;
-  std::vector<std::string> header{"PORT",  "RX PKTS", "RX BYTES", "TX PKTS", "TX BYTES",
-                                   "DROPS", "KICKS",   "IRQS",     "IRQS SUPPRESSED"};
+  std::vector<std::string> header{"PORT",  "RX PKTS", "RX BYTES", "TX PKTS",        "TX BYTES",
+                                  "DROPS", "KICKS",   "IRQS",     "IRQS SUPPRESSED"};
   if (rates) header.insert(header.end(), {"RX PPS", "TX PPS"});
   std::vector<bool> right(header.size(), true);
   right[0] = false;
@@ -149,7 +150,8 @@ void print_stats_reset(const json& reset, std::ostream& out) {
   auto list = [](const json& a) {
     std::string s;
     if (a.is_array())
-      for (const auto& e : a) s += (s.empty() ? "" : ", ") + (e.is_string() ? e.get<std::string>() : e.dump());
+      for (const auto& e : a)
+        s += (s.empty() ? "" : ", ") + (e.is_string() ? e.get<std::string>() : e.dump());
     return s.empty() ? std::string("none") : s;
   };
   out << "reset ports: " << list(reset.value("ports", json::array()))

@@ -34,11 +34,14 @@ std::vector<PortView> ports_of(const Daemon& daemon) {
 const char* thread_state(dataplane::ServiceThread::State s) {
   using S = dataplane::ServiceThread::State;
   switch (s) {
-    case S::kPolling: return "polling";
+    case S::kPolling:
+      return "polling";
     case S::kSleeping:
-    case S::kStopped: return "sleeping";
+    case S::kStopped:
+      return "sleeping";
     case S::kStarting:
-    case S::kBusy: return "busy";
+    case S::kBusy:
+      return "busy";
   }
   return "busy";
 }
@@ -112,10 +115,10 @@ void add_port_families(Families& out, const Daemon& daemon) {
     out.push_back(std::move(f));
   }
   {
-    auto f = make_family(
-        "xdpvhost_port_bytes_total", MetricType::Counter,
-        "Bytes per guest port (frames without the virtio-net header), directions as "
-        "xdpvhost_port_packets_total.");
+    auto f =
+        make_family("xdpvhost_port_bytes_total", MetricType::Counter,
+                    "Bytes per guest port (frames without the virtio-net header), directions as "
+                    "xdpvhost_port_packets_total.");
     for (const auto& p : ports) {
       add_sample(f, {{"port", p.config->name}, {"direction", "rx"}}, p.counters.rx_bytes);
       add_sample(f, {{"port", p.config->name}, {"direction", "tx"}}, p.counters.tx_bytes);
@@ -208,10 +211,10 @@ void add_thread_families(Families& out, Daemon& daemon) {
   }
 
   {
-    auto f = make_family(
-        "xdpvhost_thread_iterations_total", MetricType::Counter,
-        "Poll rounds of a service thread: result work (moved frames) or empty (busy "
-        "polling found nothing).");
+    auto f =
+        make_family("xdpvhost_thread_iterations_total", MetricType::Counter,
+                    "Poll rounds of a service thread: result work (moved frames) or empty (busy "
+                    "polling found nothing).");
     for (std::uint16_t t = 0; t < n; ++t) {
       add_sample(f, {{"thread", index[t]}, {"result", "work"}}, counters[t].busy_iterations);
       add_sample(f, {{"thread", index[t]}, {"result", "empty"}}, counters[t].empty_iterations);

@@ -12,7 +12,9 @@ bool is_tchar(char c) {
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
-bool is_token(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar); }
+bool is_token(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar);
+}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -48,8 +50,8 @@ bool parse_request_line(std::string_view line, HttpRequest& r, HttpParse& error)
     error = bad(400, "malformed method");
     return false;
   }
-  if (target.empty() || !std::all_of(target.begin(), target.end(),
-                                     [](char c) { return c > 0x20 && c < 0x7f; })) {
+  if (target.empty() ||
+      !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
     error = bad(400, "malformed request target");
     return false;
   }
@@ -119,8 +121,8 @@ HttpParse parse_http_request(std::string_view buffer, std::size_t max_head_bytes
       if (host) return bad(400, "more than one Host header");
       host = true;
     } else if (name == "content-length") {
-      if (value.empty() || !std::all_of(value.begin(), value.end(),
-                                        [](char c) { return c >= '0' && c <= '9'; }))
+      if (value.empty() ||
+          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return bad(400, "malformed Content-Length");
       if (!content_length.empty() && content_length != value)
         return bad(400, "conflicting Content-Length headers");

@@ -12,9 +12,9 @@
 namespace xdpvhost::daemon::metrics {
 
 struct HttpRequest {
-  std::string method;   // "GET"
-  std::string target;   // "/metrics?x=1" as sent (origin form, or absolute form's path)
-  std::string path;     // "/metrics"
+  std::string method;     // "GET"
+  std::string target;     // "/metrics?x=1" as sent (origin form, or absolute form's path)
+  std::string path;       // "/metrics"
   int minor_version = 1;  // HTTP/1.<minor>
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   bool keep_alive = true;

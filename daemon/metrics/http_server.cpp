@@ -14,17 +14,28 @@ namespace {
 
 const char* reason_phrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
   }
   return "Unknown";
 }
@@ -39,8 +50,8 @@ HttpResponse error_response(int status, const std::string& why) {
 }  // namespace
 
 std::string http_response_head(const HttpResponse& response, bool keep_alive) {
-  std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " +
-                     reason_phrase(response.status) + "\r\n";
+  std::string head =
+      "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
   head += "Content-Type: " + response.content_type + "\r\n";
   head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
   for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
@@ -91,7 +102,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
                                 server_.close(self);
                                 return;
                               }
-                              if (buffer_.empty()) timer_.expires_after(server_.options_.request_timeout);
+                              if (buffer_.empty())
+                                timer_.expires_after(server_.options_.request_timeout);
                               buffer_.append(chunk_.data(), n);
                               next();
                             });
@@ -128,19 +140,18 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     auto self = shared_from_this();
     std::array<boost::asio::const_buffer, 2> buffers{boost::asio::buffer(head_),
                                                      boost::asio::buffer(body_)};
-    boost::asio::async_write(socket_, buffers,
-                             [this, self, keep_alive](const boost::system::error_code& ec,
-                                                      std::size_t) {
-                               if (closed_) return;
-                               if (ec || !keep_alive) {
-                                 server_.close(self);
-                                 return;
-                               }
-                               timer_.expires_after(buffer_.empty()
-                                                        ? server_.options_.idle_timeout
-                                                        : server_.options_.request_timeout);
-                               next();
-                             });
+    boost::asio::async_write(
+        socket_, buffers,
+        [this, self, keep_alive](const boost::system::error_code& ec, std::size_t) {
+          if (closed_) return;
+          if (ec || !keep_alive) {
+            server_.close(self);
+            return;
+          }
+          timer_.expires_after(buffer_.empty() ? server_.options_.idle_timeout
+                                               : server_.options_.request_timeout);
+          next();
+        });
   }
 
   HttpServer& server_;
@@ -155,7 +166,9 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 HttpServer::HttpServer(boost::asio::io_context& io, Options options, Handler handler)
     : io_(io), options_(std::move(options)), handler_(std::move(handler)), retry_(io) {}
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 bool HttpServer::start(std::string& error) {
   boost::system::error_code ec;

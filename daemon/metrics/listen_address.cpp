@@ -21,7 +21,8 @@ std::optional<ListenAddress> parse_listen_address(std::string_view text, std::st
     return std::nullopt;
   }
   unsigned long value = 0;
-  if (port.empty() || port.size() > 5) value = 0;
+  if (port.empty() || port.size() > 5)
+    value = 0;
   else
     for (char c : port) value = (c >= '0' && c <= '9') ? value * 10 + (c - '0') : 100000;
   if (value == 0 || value > 65535) {

@@ -13,7 +13,9 @@ namespace xdpvhost::daemon::metrics {
 MetricsService::MetricsService(boost::asio::io_context& io, Daemon& daemon)
     : io_(io), daemon_(daemon) {}
 
-MetricsService::~MetricsService() { stop(); }
+MetricsService::~MetricsService() {
+  stop();
+}
 
 bool MetricsService::start(const std::string& listen, std::string& error) {
   if (listen.empty()) return true;
@@ -47,7 +49,9 @@ Families MetricsService::collect() {
   return families;
 }
 
-std::string MetricsService::render() { return prometheus::TextSerializer().Serialize(collect()); }
+std::string MetricsService::render() {
+  return prometheus::TextSerializer().Serialize(collect());
+}
 
 HttpResponse MetricsService::handle(const HttpRequest& request) {
   HttpResponse r;

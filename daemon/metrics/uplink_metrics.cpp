@@ -65,9 +65,9 @@ void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplink
   }
 
   {
-    auto f = make_family(
-        "xdpvhost_uplink_queue_napi_busy_poll_active", MetricType::Gauge,
-        "1 while the service thread drives the queue's NAPI context by busy polling.");
+    auto f =
+        make_family("xdpvhost_uplink_queue_napi_busy_poll_active", MetricType::Gauge,
+                    "1 while the service thread drives the queue's NAPI context by busy polling.");
     for (const auto& u : uplinks)
       for (const auto& q : u.queues) {
         const std::string queue = std::to_string(q.queue);
@@ -140,13 +140,13 @@ void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplink
         "passed to the kernel), passed_host, passed_flood, oversize_dropped, malformed, "
         "bypassed.");
     for (const auto& u : uplinks) {
-      for (const auto& [outcome, n] : {std::pair{"redirected", u.xdp.redirected},
-                                       std::pair{"redirect_failed", u.xdp.redirect_failed},
-                                       std::pair{"passed_host", u.xdp.passed_host},
-                                       std::pair{"passed_flood", u.xdp.passed_flood},
-                                       std::pair{"oversize_dropped", u.xdp.oversize_dropped},
-                                       std::pair{"malformed", u.xdp.malformed},
-                                       std::pair{"bypassed", u.xdp.bypassed}})
+      for (const auto& [outcome, n] :
+           {std::pair{"redirected", u.xdp.redirected},
+            std::pair{"redirect_failed", u.xdp.redirect_failed},
+            std::pair{"passed_host", u.xdp.passed_host},
+            std::pair{"passed_flood", u.xdp.passed_flood},
+            std::pair{"oversize_dropped", u.xdp.oversize_dropped},
+            std::pair{"malformed", u.xdp.malformed}, std::pair{"bypassed", u.xdp.bypassed}})
         add_sample(f, {{"uplink", u.name}, {"outcome", outcome}}, n);
     }
     out.push_back(std::move(f));

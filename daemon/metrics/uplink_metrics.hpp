@@ -16,12 +16,12 @@
 namespace xdpvhost::daemon::metrics {
 
 struct UplinkQueueMetrics {
-  std::uint32_t queue = 0;       // NIC queue id
-  std::uint16_t thread = 0;      // service thread the queue's socket is on
-  std::string bind_mode;         // in use: zerocopy | copy | unbound
-  std::uint32_t napi_id = 0;     // SO_INCOMING_NAPI_ID, 0 while unknown
+  std::uint32_t queue = 0;    // NIC queue id
+  std::uint16_t thread = 0;   // service thread the queue's socket is on
+  std::string bind_mode;      // in use: zerocopy | copy | unbound
+  std::uint32_t napi_id = 0;  // SO_INCOMING_NAPI_ID, 0 while unknown
   bool napi_busy_poll_active = false;
-  PortStatsSnapshot port;        // the queue port: rx/tx packets and bytes, drops by reason
+  PortStatsSnapshot port;  // the queue port: rx/tx packets and bytes, drops by reason
   // XDP_STATISTICS of the queue's AF_XDP socket, cumulative (not reset by a re-bind).
   std::uint64_t rx_dropped = 0;
   std::uint64_t rx_invalid_descs = 0;

@@ -59,12 +59,12 @@ struct BurstHistogram {
 };
 
 struct ThreadCounters {
-  Counter busy_iterations;   // poll rounds that moved frames
-  Counter empty_iterations;  // poll rounds that found nothing (busy polling)
-  Counter sleeps;            // times the thread blocked in epoll
-  Counter wakeups;           // times it woke from epoll
-  Counter commands;          // control commands executed
-  Counter dropped_port_gone; // mailbox frames for a port removed meanwhile
+  Counter busy_iterations;    // poll rounds that moved frames
+  Counter empty_iterations;   // poll rounds that found nothing (busy polling)
+  Counter sleeps;             // times the thread blocked in epoll
+  Counter wakeups;            // times it woke from epoll
+  Counter commands;           // control commands executed
+  Counter dropped_port_gone;  // mailbox frames for a port removed meanwhile
   BurstHistogram bursts;
 };
 

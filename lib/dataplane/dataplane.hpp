@@ -28,7 +28,9 @@ class Dataplane {
   Dataplane(const Dataplane&) = delete;
   Dataplane& operator=(const Dataplane&) = delete;
 
-  std::uint16_t thread_count() const noexcept { return static_cast<std::uint16_t>(threads_.size()); }
+  std::uint16_t thread_count() const noexcept {
+    return static_cast<std::uint16_t>(threads_.size());
+  }
   ServiceThread& thread(std::uint16_t i) { return *threads_[i]; }
   const ServiceThread& thread(std::uint16_t i) const { return *threads_[i]; }
 

@@ -7,36 +7,49 @@
 namespace xdpvhost::dataplane {
 
 enum class DropReason : std::uint8_t {
-  kNoRxBuffer,           // the guest had no receive buffer posted
-  kRxBufferTooSmall,     // without mergeable buffers, the posted buffer was too small
-  kQueueBroken,          // the queue broke on a malformed ring (see the port's queue error)
-  kPortNotReady,         // the destination port has no running receive queue
-  kUnknownDestination,   // unicast to a MAC no port owns and no uplink to send it to
-  kOversize,             // longer than the MTU the port was configured or told
-  kMalformed,            // shorter than an Ethernet header, or a bad offload header
-  kHairpin,              // destination is the port it came from
-  kMailboxFull,          // the service thread owning the destination was too far behind
-  kPortGone,             // the destination port was removed while the frame was in flight
-  kUplinkDown,           // the uplink interface is down or gone
-  kUplinkTxFull,         // no room on the AF_XDP TX ring (flooded frames only; unicast waits)
+  kNoRxBuffer,          // the guest had no receive buffer posted
+  kRxBufferTooSmall,    // without mergeable buffers, the posted buffer was too small
+  kQueueBroken,         // the queue broke on a malformed ring (see the port's queue error)
+  kPortNotReady,        // the destination port has no running receive queue
+  kUnknownDestination,  // unicast to a MAC no port owns and no uplink to send it to
+  kOversize,            // longer than the MTU the port was configured or told
+  kMalformed,           // shorter than an Ethernet header, or a bad offload header
+  kHairpin,             // destination is the port it came from
+  kMailboxFull,         // the service thread owning the destination was too far behind
+  kPortGone,            // the destination port was removed while the frame was in flight
+  kUplinkDown,          // the uplink interface is down or gone
+  kUplinkTxFull,        // no room on the AF_XDP TX ring (flooded frames only; unicast waits)
   kCount
 };
 
 constexpr const char* to_string(DropReason r) {
   switch (r) {
-    case DropReason::kNoRxBuffer: return "no_rx_buffer";
-    case DropReason::kRxBufferTooSmall: return "rx_buffer_too_small";
-    case DropReason::kQueueBroken: return "queue_broken";
-    case DropReason::kPortNotReady: return "port_not_ready";
-    case DropReason::kUnknownDestination: return "unknown_destination";
-    case DropReason::kOversize: return "oversize";
-    case DropReason::kMalformed: return "malformed";
-    case DropReason::kHairpin: return "hairpin";
-    case DropReason::kMailboxFull: return "mailbox_full";
-    case DropReason::kPortGone: return "port_gone";
-    case DropReason::kUplinkDown: return "uplink_down";
-    case DropReason::kUplinkTxFull: return "uplink_tx_full";
-    case DropReason::kCount: break;
+    case DropReason::kNoRxBuffer:
+      return "no_rx_buffer";
+    case DropReason::kRxBufferTooSmall:
+      return "rx_buffer_too_small";
+    case DropReason::kQueueBroken:
+      return "queue_broken";
+    case DropReason::kPortNotReady:
+      return "port_not_ready";
+    case DropReason::kUnknownDestination:
+      return "unknown_destination";
+    case DropReason::kOversize:
+      return "oversize";
+    case DropReason::kMalformed:
+      return "malformed";
+    case DropReason::kHairpin:
+      return "hairpin";
+    case DropReason::kMailboxFull:
+      return "mailbox_full";
+    case DropReason::kPortGone:
+      return "port_gone";
+    case DropReason::kUplinkDown:
+      return "uplink_down";
+    case DropReason::kUplinkTxFull:
+      return "uplink_tx_full";
+    case DropReason::kCount:
+      break;
   }
   return "unknown";
 }

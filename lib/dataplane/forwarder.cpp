@@ -41,8 +41,7 @@ void Forwarder::flood(Port& from, const Frame& frame) noexcept {
   }
 }
 
-bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame,
-                     bool unicast) noexcept {
+bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept {
   if (to.thread == thread_) {
     if (unicast && !to.port->can_accept()) return false;
     to.port->deliver(frame);

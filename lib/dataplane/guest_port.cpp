@@ -147,7 +147,8 @@ void GuestPort::set_mtu(std::uint32_t mtu) noexcept {
 }
 
 void GuestPort::forget_backlog() {
-  if (const std::uint32_t n = backlog_.clear(); n != 0) counters().drop(DropReason::kPortNotReady, n);
+  if (const std::uint32_t n = backlog_.clear(); n != 0)
+    counters().drop(DropReason::kPortNotReady, n);
   held_.store(0, std::memory_order_relaxed);
 }
 
@@ -188,9 +189,10 @@ void GuestPort::report_broken(Queue& q, std::uint32_t vring) {
   std::uint64_t n = counters().queue_errors.get();
   while (n > 10 && n % 10 == 0) n /= 10;
   if (n <= 10)
-    spdlog::warn("port {}: vring {} broken ({}); it stays stopped until the guest resets the "
-                 "device (queue error #{})",
-                 name(), vring, virtio::to_string(error), counters().queue_errors.get());
+    spdlog::warn(
+        "port {}: vring {} broken ({}); it stays stopped until the guest resets the "
+        "device (queue error #{})",
+        name(), vring, virtio::to_string(error), counters().queue_errors.get());
   if (q.err.valid()) signal_eventfd(q.err);
   wait_fds_changed();
 }
@@ -272,9 +274,8 @@ bool GuestPort::frame_from_chain(const DescriptorChain& chain, Frame& frame) {
 
 GuestPort::Queue* GuestPort::pick_rx_queue(const Frame& frame) noexcept {
   if (rx_vrings_.empty()) return nullptr;
-  const std::uint32_t v = rx_vrings_.size() == 1
-                              ? rx_vrings_[0]
-                              : rx_vrings_[flow_hash(frame) % rx_vrings_.size()];
+  const std::uint32_t v =
+      rx_vrings_.size() == 1 ? rx_vrings_[0] : rx_vrings_[flow_hash(frame) % rx_vrings_.size()];
   return &queues_[v];
 }
 

@@ -19,7 +19,7 @@ GuestPortController::GuestPortController(Dataplane& dataplane, boost::asio::io_c
 }
 
 GuestPortController::~GuestPortController() {
-  endpoint_->stop();     // the device forgets the session: every ring stops
+  endpoint_->stop();  // the device forgets the session: every ring stops
   device_.disconnect();
   if (attached_) dataplane_.detach(*port_);
 }

@@ -17,7 +17,8 @@ namespace {
 std::uint64_t monotonic_ns() noexcept {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 constexpr std::uint64_t kHousekeepingNs = 100'000'000;
@@ -36,7 +37,9 @@ ServiceThread::ServiceThread(std::uint16_t index, std::optional<int> cpu, const 
       busy_poll_us_(tunables.busy_poll_us),
       forwarder_(index) {}
 
-ServiceThread::~ServiceThread() { stop(); }
+ServiceThread::~ServiceThread() {
+  stop();
+}
 
 void ServiceThread::connect(const std::vector<ServiceThread*>& all) {
   peers_ = all;

@@ -52,7 +52,9 @@ class ServiceThread {
   std::optional<int> cpu() const noexcept { return cpu_; }
   State state() const noexcept { return state_.load(std::memory_order_relaxed); }
   const ThreadCounters& counters() const noexcept { return counters_; }
-  std::uint32_t busy_poll_us() const noexcept { return busy_poll_us_.load(std::memory_order_relaxed); }
+  std::uint32_t busy_poll_us() const noexcept {
+    return busy_poll_us_.load(std::memory_order_relaxed);
+  }
 
   // ---- control side ----
   void post(CommandQueue::Command command) { commands_.post(std::move(command)); }
@@ -78,7 +80,9 @@ class ServiceThread {
   // ---- on the service thread (inside commands) ----
   void attach_port(Port* port);
   void detach_port(Port* port);
-  void set_table(std::shared_ptr<const SwitchTable> table) { forwarder_.set_table(std::move(table)); }
+  void set_table(std::shared_ptr<const SwitchTable> table) {
+    forwarder_.set_table(std::move(table));
+  }
   void set_tunables(const Tunables& t);
   const Tunables& tunables() const noexcept { return tunables_; }
   // A port's set of fds to sleep on changed.

@@ -14,7 +14,7 @@
 namespace xdpvhost::dataplane {
 
 struct SwitchEntry {
-  Port* port = nullptr;          // owned by the service thread `thread`
+  Port* port = nullptr;  // owned by the service thread `thread`
   std::uint32_t port_id = 0;
   std::uint16_t thread = 0;
   PortKind kind = PortKind::kGuest;
@@ -64,7 +64,8 @@ class SwitchTable {
  private:
   std::vector<SwitchEntry> entries_;
   std::unordered_map<std::uint64_t, std::size_t> by_mac_;
-  std::unordered_map<std::uint64_t, std::size_t> uplink_queues_;  // (uplink << 16 | thread) -> entry
+  std::unordered_map<std::uint64_t, std::size_t>
+      uplink_queues_;  // (uplink << 16 | thread) -> entry
 };
 
 }  // namespace xdpvhost::dataplane

@@ -14,7 +14,9 @@ namespace {
 constexpr std::uint32_t kL2Overhead = 14 + 4;  // Ethernet header + one VLAN tag
 constexpr std::uint32_t kXdpHeadroom = 256;    // XDP_PACKET_HEADROOM before every AF_XDP frame
 
-xsk::MacAddress to_xsk(const MacAddress& mac) { return mac.bytes; }
+xsk::MacAddress to_xsk(const MacAddress& mac) {
+  return mac.bytes;
+}
 
 void add_stats(xsk::XdpSteerStats& into, const xsk::XdpSteerStats& s) {
   into.redirected += s.redirected;
@@ -30,9 +32,12 @@ void add_stats(xsk::XdpSteerStats& into, const xsk::XdpSteerStats& s) {
 
 const char* to_string(LinkState state) {
   switch (state) {
-    case LinkState::kUp: return "up";
-    case LinkState::kDown: return "down";
-    case LinkState::kAbsent: return "absent";
+    case LinkState::kUp:
+      return "up";
+    case LinkState::kDown:
+      return "down";
+    case LinkState::kAbsent:
+      return "absent";
   }
   return "absent";
 }
@@ -67,8 +72,9 @@ bool UplinkController::start(std::string& error) {
     options.queue = q;
     options.max_frame = max_frame();
     options.tunables = config_.tunables;
-    auto port = std::make_unique<UplinkQueuePort>(
-        dataplane_.allocate_port_id(), config_.name + ":q" + std::to_string(q), config_.id, options);
+    auto port = std::make_unique<UplinkQueuePort>(dataplane_.allocate_port_id(),
+                                                  config_.name + ":q" + std::to_string(q),
+                                                  config_.id, options);
     const std::uint16_t thread = config_.thread.value_or(dataplane_.least_loaded_thread());
     if (thread >= dataplane_.thread_count()) {
       error = "service thread " + std::to_string(thread) + " does not exist";
@@ -115,7 +121,8 @@ bool UplinkController::setup(std::string& error) {
   }
   std::string flood_error;
   auto flood = xsk::FloodSocket::open(config_.interface, flood_error);
-  if (!flood) spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
+  if (!flood)
+    spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
   UplinkQueuePort* first = ports_.front().get();
   ServiceThread& thread = dataplane_.thread(threads_.front());
   thread.call([&] { first->set_flood_socket(std::move(flood)); });
@@ -170,7 +177,8 @@ bool UplinkController::bind_queues(std::string& error) {
       ok = false;
       continue;
     }
-    spdlog::info("uplink {}: queue {} bound: {}", config_.name, port->queue(), socket->bind_report());
+    spdlog::info("uplink {}: queue {} bound: {}", config_.name, port->queue(),
+                 socket->bind_report());
     ServiceThread& thread = dataplane_.thread(threads_[i]);
     thread.call([&] {
       port->bind(std::move(umem), std::move(socket));

@@ -40,7 +40,7 @@ struct UplinkConfig {
   std::uint32_t frame_size = 2048;
   std::uint32_t ring_size = 2048;
   std::optional<std::uint16_t> thread;
-  Tunables tunables;  // resolved for this uplink
+  Tunables tunables;       // resolved for this uplink
   std::string bpf_object;  // empty: the default search
 };
 

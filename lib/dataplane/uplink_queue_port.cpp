@@ -31,7 +31,9 @@ UplinkQueuePort::UplinkQueuePort(std::uint32_t id, std::string name, std::uint32
   status_.napi_busy_poll_requested.store(options_.tunables.napi_busy_poll);
 }
 
-UplinkQueuePort::~UplinkQueuePort() { unbind(); }
+UplinkQueuePort::~UplinkQueuePort() {
+  unbind();
+}
 
 std::string UplinkQueuePort::napi_busy_poll_reason() const {
   std::lock_guard lock(reason_mutex_);
@@ -45,7 +47,8 @@ void UplinkQueuePort::set_reason(std::string reason) {
 
 // ---- commands -------------------------------------------------------------------
 
-void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem, std::unique_ptr<xsk::XskSocket> socket) {
+void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
+                           std::unique_ptr<xsk::XskSocket> socket) {
   unbind();
   umem_ = std::move(umem);
   socket_ = std::move(socket);
@@ -53,9 +56,10 @@ void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem, std::unique_ptr<xsk:
   tx_needs_kick_ = false;
   const std::uint32_t budget = std::min(kTxBudget, socket_->config().tx_size);
   if (int rc = socket_->set_tx_budget(budget); rc != 0)
-    spdlog::info("uplink {}: XDP_MAX_TX_SKB_BUDGET not available ({}); the kernel sends 32 "
-                 "frames per sendto",
-                 name(), -rc);
+    spdlog::info(
+        "uplink {}: XDP_MAX_TX_SKB_BUDGET not available ({}); the kernel sends 32 "
+        "frames per sendto",
+        name(), -rc);
   umem_->refill(umem_->fill_free(umem_->config().fill_size));
   status_.bound.store(true);
   status_.zero_copy.store(socket_->zero_copy());
@@ -165,9 +169,10 @@ unsigned UplinkQueuePort::poll(Forwarder& forwarder) {
       sample.fill_level = umem_->fill_level();
       const xsk::StarvationVerdict verdict = starvation_.evaluate(sample);
       if (verdict.starving) {
-        spdlog::warn("uplink {}: preferred busy polling starves RX ({}); falling back to "
-                     "non-preferred busy polling",
-                     name(), verdict.reason);
+        spdlog::warn(
+            "uplink {}: preferred busy polling starves RX ({}); falling back to "
+            "non-preferred busy polling",
+            name(), verdict.reason);
         apply_napi_busy_poll(/*prefer=*/false);
         set_reason("fell back from preferred busy polling: " + verdict.reason);
         starvation_.reset();
@@ -212,8 +217,8 @@ unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {
   }
   flood_countdown_ = kFloodPollRounds;
   for (unsigned i = 0; i < kFloodBatch; ++i)
-    flood_frames_[i] = xsk::FloodFrame{flood_buffers_.data() + i * kFloodFrameBytes,
-                                       kFloodFrameBytes, 0, false};
+    flood_frames_[i] =
+        xsk::FloodFrame{flood_buffers_.data() + i * kFloodFrameBytes, kFloodFrameBytes, 0, false};
   const int got = flood_->recv_batch(flood_frames_.data(), kFloodBatch);
   if (got <= 0) return 0;
   if (got == static_cast<int>(kFloodBatch)) flood_countdown_ = 0;  // more may be waiting
@@ -362,11 +367,13 @@ void UplinkQueuePort::housekeeping() {
   refresh_statistics();
   if (flood_) {
     xsk::FloodSocket::Stats s;
-    if (flood_->read_and_reset_stats(s) == 0 && s.dropped != 0) status_.flood_dropped.add(s.dropped);
+    if (flood_->read_and_reset_stats(s) == 0 && s.dropped != 0)
+      status_.flood_dropped.add(s.dropped);
   }
   if (options_.tunables.napi_busy_poll && !napi_active_ && status_.napi_id.load() == 0) {
     std::uint32_t napi = 0;
-    if (xsk::read_napi_id(socket_->fd(), napi) == 0 && napi != 0) apply_napi_busy_poll(/*prefer=*/true);
+    if (xsk::read_napi_id(socket_->fd(), napi) == 0 && napi != 0)
+      apply_napi_busy_poll(/*prefer=*/true);
   }
 }
 

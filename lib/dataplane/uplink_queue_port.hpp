@@ -41,11 +41,11 @@ struct UplinkQueueStatus {
   // XDP_STATISTICS, refreshed by housekeeping (~10 Hz) and at unbind.
   Counter rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full, rx_fill_ring_empty_descs,
       tx_ring_empty_descs;
-  Counter tx_kicks;          // sendto() calls
-  Counter tx_kicks_again;    // sendto() answered EAGAIN (copy-mode batch budget used up)
-  Counter napi_polls;        // recvfrom() driving NAPI while the rings were empty
-  Counter flood_rx;          // broadcast/multicast copies from the packet socket
-  Counter flood_dropped;     // lost in the packet socket's buffer
+  Counter tx_kicks;        // sendto() calls
+  Counter tx_kicks_again;  // sendto() answered EAGAIN (copy-mode batch budget used up)
+  Counter napi_polls;      // recvfrom() driving NAPI while the rings were empty
+  Counter flood_rx;        // broadcast/multicast copies from the packet socket
+  Counter flood_dropped;   // lost in the packet socket's buffer
 };
 
 class UplinkQueuePort final : public Port {
@@ -69,7 +69,9 @@ class UplinkQueuePort final : public Port {
   void set_tunables(const Tunables& t);
   // Frames the XDP program steered to this queue so far (the controller
   // reads the program's counters); input of the starvation detector.
-  void set_offered(std::uint64_t frames) noexcept { offered_.store(frames, std::memory_order_relaxed); }
+  void set_offered(std::uint64_t frames) noexcept {
+    offered_.store(frames, std::memory_order_relaxed);
+  }
 
   // ---- any thread ----
   std::uint32_t queue() const noexcept { return options_.queue; }

@@ -30,7 +30,9 @@ Device::Device(DeviceOptions options, DeviceBackend& backend)
   if (options_.queue_pairs > kMaxQueuePairs) options_.queue_pairs = kMaxQueuePairs;
 }
 
-Device::~Device() { disconnect(); }
+Device::~Device() {
+  disconnect();
+}
 
 std::uint64_t Device::offered_features() const noexcept {
   using virtio::bit;
@@ -81,7 +83,9 @@ Outcome Device::handle(Message& message) {
 
 // ---- features and ownership ------------------------------------------------
 
-Outcome Device::on_get_features(Message&) { return Outcome::reply_with(offered_features()); }
+Outcome Device::on_get_features(Message&) {
+  return Outcome::reply_with(offered_features());
+}
 
 Outcome Device::on_set_features(Message& m) {
   const std::uint64_t features = m.u64();
@@ -133,7 +137,9 @@ Outcome Device::on_set_status(Message& m) {
   return Outcome::success();
 }
 
-Outcome Device::on_get_status(Message&) { return Outcome::reply_with(std::uint64_t{status_}); }
+Outcome Device::on_get_status(Message&) {
+  return Outcome::reply_with(std::uint64_t{status_});
+}
 
 Outcome Device::on_net_set_mtu(Message& m) {
   const std::uint64_t mtu = m.u64();
@@ -181,8 +187,8 @@ Outcome Device::on_set_mem_table(Message& m) {
 Device::Vring* Device::vring_from_state(const Message& m, std::string& error) {
   const auto state = m.as<VringState>();
   if (state.index >= vring_count()) {
-    error = request_name(m.header.request) + ": vring " + std::to_string(state.index) +
-            " out of range";
+    error =
+        request_name(m.header.request) + ": vring " + std::to_string(state.index) + " out of range";
     return nullptr;
   }
   return &vrings_[state.index];
@@ -194,7 +200,8 @@ Outcome Device::on_set_vring_num(Message& m) {
   if (v == nullptr) return Outcome::failure(error);
   const std::uint32_t num = m.as<VringState>().num;
   if (num == 0 || num > virtio::kMaxQueueSize || (num & (num - 1)) != 0)
-    return Outcome::failure("SET_VRING_NUM: size " + std::to_string(num) + " is not a power of two up to 32768");
+    return Outcome::failure("SET_VRING_NUM: size " + std::to_string(num) +
+                            " is not a power of two up to 32768");
   v->num = num;
   refresh(m.as<VringState>().index, /*restart=*/true);
   return Outcome::success();
@@ -218,7 +225,8 @@ Outcome Device::on_set_vring_base(Message& m) {
   Vring* v = vring_from_state(m, error);
   if (v == nullptr) return Outcome::failure(error);
   const std::uint32_t base = m.as<VringState>().num;
-  if (base > 0xffff) return Outcome::failure("SET_VRING_BASE: base above 65535 (packed rings are not offered)");
+  if (base > 0xffff)
+    return Outcome::failure("SET_VRING_BASE: base above 65535 (packed rings are not offered)");
   if (v->running) stop(m.as<VringState>().index);
   v->base = static_cast<std::uint16_t>(base);
   refresh(m.as<VringState>().index);
@@ -347,6 +355,8 @@ void Device::reset_session() {
   status_ = 0;
 }
 
-void Device::disconnect() { reset_session(); }
+void Device::disconnect() {
+  reset_session();
+}
 
 }  // namespace xdpvhost::vhost

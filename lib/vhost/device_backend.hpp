@@ -15,9 +15,9 @@ struct QueueStart {
   std::uint32_t vring = 0;  // vring index: even = guest RX, odd = guest TX
   virtio::SplitQueue::Config ring;
   std::shared_ptr<const virtio::GuestMemory> memory;
-  sys::UniqueFd kick;  // invalid: the frontend does not kick, the ring is polled
-  sys::UniqueFd call;  // invalid: the frontend wants no interrupts
-  sys::UniqueFd err;   // invalid: the frontend wants no error notification
+  sys::UniqueFd kick;          // invalid: the frontend does not kick, the ring is polled
+  sys::UniqueFd call;          // invalid: the frontend wants no interrupts
+  sys::UniqueFd err;           // invalid: the frontend wants no error notification
   std::uint64_t features = 0;  // negotiated virtio features
 };
 

@@ -24,14 +24,13 @@ constexpr std::array kTable = {
                 &D::on_set_vring_addr},
     MessageSpec{R::kSetVringBase, "SET_VRING_BASE", P::kVringState, F::kNone,
                 &D::on_set_vring_base},
-    MessageSpec{R::kGetVringBase, "GET_VRING_BASE", P::kVringState, F::kNone,
-                &D::on_get_vring_base, 8},
+    MessageSpec{R::kGetVringBase, "GET_VRING_BASE", P::kVringState, F::kNone, &D::on_get_vring_base,
+                8},
     MessageSpec{R::kSetVringKick, "SET_VRING_KICK", P::kU64, F::kOneUnlessNoFd,
                 &D::on_set_vring_kick},
     MessageSpec{R::kSetVringCall, "SET_VRING_CALL", P::kU64, F::kOneUnlessNoFd,
                 &D::on_set_vring_call},
-    MessageSpec{R::kSetVringErr, "SET_VRING_ERR", P::kU64, F::kOneUnlessNoFd,
-                &D::on_set_vring_err},
+    MessageSpec{R::kSetVringErr, "SET_VRING_ERR", P::kU64, F::kOneUnlessNoFd, &D::on_set_vring_err},
     MessageSpec{R::kGetProtocolFeatures, "GET_PROTOCOL_FEATURES", P::kAny, F::kNone,
                 &D::on_get_protocol_features, 8},
     MessageSpec{R::kSetProtocolFeatures, "SET_PROTOCOL_FEATURES", P::kU64, F::kNone,
@@ -65,10 +64,14 @@ constexpr std::array kTable = {
 
 std::size_t expected_fds(const MessageSpec& spec, const Message& m) {
   switch (spec.fds) {
-    case F::kNone: return 0;
-    case F::kOne: return 1;
-    case F::kOneUnlessNoFd: return (m.u64() & kVringNoFdFlag) ? 0 : 1;
-    case F::kOnePerRegion: return m.as<MemoryTableHeader>().nregions;
+    case F::kNone:
+      return 0;
+    case F::kOne:
+      return 1;
+    case F::kOneUnlessNoFd:
+      return (m.u64() & kVringNoFdFlag) ? 0 : 1;
+    case F::kOnePerRegion:
+      return m.as<MemoryTableHeader>().nregions;
   }
   return 0;
 }
@@ -93,7 +96,8 @@ std::string check_message(const MessageSpec& spec, const Message& m) {
            std::to_string(want);
   };
   switch (spec.payload) {
-    case P::kAny: break;
+    case P::kAny:
+      break;
     case P::kU64:
       if (size != sizeof(std::uint64_t)) return wrong_size(sizeof(std::uint64_t));
       break;

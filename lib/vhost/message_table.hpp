@@ -19,10 +19,10 @@ enum class PayloadRule : std::uint8_t {
 };
 
 enum class FdRule : std::uint8_t {
-  kNone,             // fds that come along are closed
-  kOne,              // exactly one
-  kOneUnlessNoFd,    // one, unless bit 8 of the u64 payload is set (kick/call/err)
-  kOnePerRegion,     // nregions (SET_MEM_TABLE)
+  kNone,           // fds that come along are closed
+  kOne,            // exactly one
+  kOneUnlessNoFd,  // one, unless bit 8 of the u64 payload is set (kick/call/err)
+  kOnePerRegion,   // nregions (SET_MEM_TABLE)
 };
 
 // Requests the frontend waits on with a reply of its own (not a REPLY_ACK):

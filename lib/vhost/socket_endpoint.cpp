@@ -46,7 +46,9 @@ SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Dev
       on_state_(std::move(on_state)),
       reconnect_timer_(io) {}
 
-SocketEndpoint::~SocketEndpoint() { stop(); }
+SocketEndpoint::~SocketEndpoint() {
+  stop();
+}
 
 void SocketEndpoint::set_state(State s) {
   if (state_ == s) return;
@@ -64,7 +66,8 @@ bool SocketEndpoint::start(std::string& error) {
     return true;
   }
   std::error_code mkdir_error;
-  std::filesystem::create_directories(std::filesystem::path(options_.path).parent_path(), mkdir_error);
+  std::filesystem::create_directories(std::filesystem::path(options_.path).parent_path(),
+                                      mkdir_error);
   struct stat st {};
   if (::lstat(options_.path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {

@@ -6,8 +6,8 @@
 namespace xdpvhost::virtio {
 
 enum class Feature : unsigned {
-  kNetCsum = 0,        // device handles packets with partial checksum (guest TX)
-  kNetGuestCsum = 1,   // driver handles packets with partial checksum (guest RX)
+  kNetCsum = 0,       // device handles packets with partial checksum (guest TX)
+  kNetGuestCsum = 1,  // driver handles packets with partial checksum (guest RX)
   kNetMtu = 3,
   kNetMac = 5,
   kNetGuestTso4 = 7,
@@ -34,8 +34,12 @@ enum class Feature : unsigned {
   kRingPacked = 34,
 };
 
-constexpr std::uint64_t bit(Feature f) { return std::uint64_t{1} << static_cast<unsigned>(f); }
+constexpr std::uint64_t bit(Feature f) {
+  return std::uint64_t{1} << static_cast<unsigned>(f);
+}
 
-constexpr bool has(std::uint64_t features, Feature f) { return (features & bit(f)) != 0; }
+constexpr bool has(std::uint64_t features, Feature f) {
+  return (features & bit(f)) != 0;
+}
 
 }  // namespace xdpvhost::virtio

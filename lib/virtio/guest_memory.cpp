@@ -18,7 +18,9 @@ bool inside(std::uint64_t addr, std::uint64_t len, std::uint64_t base, std::uint
   return off <= size && len <= size - off;
 }
 
-std::uint64_t round_up(std::uint64_t v, std::uint64_t align) { return (v + align - 1) / align * align; }
+std::uint64_t round_up(std::uint64_t v, std::uint64_t align) {
+  return (v + align - 1) / align * align;
+}
 
 }  // namespace
 
@@ -67,8 +69,7 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
     if (static_cast<std::uint64_t>(st.st_blksize) > align)
       align = static_cast<std::uint64_t>(st.st_blksize);
     const std::uint64_t length = round_up(s.mmap_offset + s.size, align);
-    void* addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED,
-                        s.fd.get(), 0);
+    void* addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd.get(), 0);
     if (addr == MAP_FAILED) {
       error = "region " + std::to_string(i) + ": mmap failed: " + std::strerror(errno);
       return nullptr;

@@ -28,23 +28,40 @@ enum class QueueError : std::uint8_t {
 
 constexpr const char* to_string(QueueError e) {
   switch (e) {
-    case QueueError::kNone: return "none";
-    case QueueError::kRingSize: return "ring_size";
-    case QueueError::kRingAddress: return "ring_address";
-    case QueueError::kRingMisaligned: return "ring_misaligned";
-    case QueueError::kAvailIndexJump: return "avail_index_jump";
-    case QueueError::kHeadOutOfRange: return "head_out_of_range";
-    case QueueError::kNextOutOfRange: return "next_out_of_range";
-    case QueueError::kDescriptorLoop: return "descriptor_loop";
-    case QueueError::kChainTooLong: return "chain_too_long";
-    case QueueError::kNestedIndirect: return "nested_indirect";
-    case QueueError::kIndirectLength: return "indirect_length";
-    case QueueError::kIndirectWithNext: return "indirect_with_next";
-    case QueueError::kBufferOutOfRange: return "buffer_out_of_range";
-    case QueueError::kReadableAfterWritable: return "readable_after_writable";
-    case QueueError::kUnexpectedWritable: return "unexpected_writable";
-    case QueueError::kUnexpectedReadable: return "unexpected_readable";
-    case QueueError::kCount: break;
+    case QueueError::kNone:
+      return "none";
+    case QueueError::kRingSize:
+      return "ring_size";
+    case QueueError::kRingAddress:
+      return "ring_address";
+    case QueueError::kRingMisaligned:
+      return "ring_misaligned";
+    case QueueError::kAvailIndexJump:
+      return "avail_index_jump";
+    case QueueError::kHeadOutOfRange:
+      return "head_out_of_range";
+    case QueueError::kNextOutOfRange:
+      return "next_out_of_range";
+    case QueueError::kDescriptorLoop:
+      return "descriptor_loop";
+    case QueueError::kChainTooLong:
+      return "chain_too_long";
+    case QueueError::kNestedIndirect:
+      return "nested_indirect";
+    case QueueError::kIndirectLength:
+      return "indirect_length";
+    case QueueError::kIndirectWithNext:
+      return "indirect_with_next";
+    case QueueError::kBufferOutOfRange:
+      return "buffer_out_of_range";
+    case QueueError::kReadableAfterWritable:
+      return "readable_after_writable";
+    case QueueError::kUnexpectedWritable:
+      return "unexpected_writable";
+    case QueueError::kUnexpectedReadable:
+      return "unexpected_readable";
+    case QueueError::kCount:
+      break;
   }
   return "unknown";
 }

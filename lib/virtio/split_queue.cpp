@@ -227,8 +227,7 @@ bool SplitQueue::enable_notifications() noexcept {
 void SplitQueue::disable_notifications() noexcept {
   if (!usable() || event_idx_) return;  // with EVENT_IDX the stale avail_event suppresses kicks
   auto flags = field16(used_, kFlagsOffset);
-  flags.store(flags.load(std::memory_order_relaxed) | kUsedFlagNoNotify,
-              std::memory_order_relaxed);
+  flags.store(flags.load(std::memory_order_relaxed) | kUsedFlagNoNotify, std::memory_order_relaxed);
 }
 
 }  // namespace xdpvhost::virtio

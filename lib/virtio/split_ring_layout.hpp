@@ -31,9 +31,15 @@ constexpr std::uint16_t kUsedFlagNoNotify = 1;      // device: do not kick me
 constexpr std::uint32_t kMaxQueueSize = 32768;
 
 // Byte sizes of each part for a ring of `num` entries (with the event fields).
-constexpr std::size_t descriptor_table_bytes(std::uint32_t num) { return 16u * num; }
-constexpr std::size_t avail_ring_bytes(std::uint32_t num) { return 6u + 2u * num; }
-constexpr std::size_t used_ring_bytes(std::uint32_t num) { return 6u + 8u * num; }
+constexpr std::size_t descriptor_table_bytes(std::uint32_t num) {
+  return 16u * num;
+}
+constexpr std::size_t avail_ring_bytes(std::uint32_t num) {
+  return 6u + 2u * num;
+}
+constexpr std::size_t used_ring_bytes(std::uint32_t num) {
+  return 6u + 8u * num;
+}
 
 // Event-index rule (virtio 1.2, 2.7.10): notify when the index moved past
 // `event` since `old`.

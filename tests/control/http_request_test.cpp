@@ -109,7 +109,7 @@ TEST(HttpRequest, Refusals) {
 TEST(HttpRequest, HeadLimit) {
   std::string big = "GET /metrics HTTP/1.1\r\nHost: h\r\nX: " + std::string(200, 'a');
   HttpRequest r;
-  EXPECT_EQ(parse(big, r, 100).error_status, 431);  // no end in sight
+  EXPECT_EQ(parse(big, r, 100).error_status, 431);               // no end in sight
   EXPECT_EQ(parse(big + "\r\n\r\n", r, 100).error_status, 431);  // complete but too long
   EXPECT_EQ(parse(big + "\r\n\r\n", r, 1000).status, Status::kComplete);
   // Under the limit and incomplete: wait for more.

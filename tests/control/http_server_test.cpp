@@ -64,7 +64,8 @@ class HttpServerTest : public ::testing::Test {
   }
 
   static void send_all(int fd, const std::string& data) {
-    ASSERT_EQ(::send(fd, data.data(), data.size(), MSG_NOSIGNAL), static_cast<ssize_t>(data.size()));
+    ASSERT_EQ(::send(fd, data.data(), data.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(data.size()));
   }
 
   // Reads until `count` complete responses arrived (Content-Length framed)
@@ -199,7 +200,7 @@ TEST_F(HttpServerTest, StalledClientDoesNotDelayOthersAndIsClosedAtItsDeadline) 
   start(o);
   auto stalled = connect();
   send_all(stalled.get(), "GET /metrics HTTP/1.1\r\nHo");  // and nothing more
-  auto silent = connect();                                // sends nothing at all
+  auto silent = connect();                                 // sends nothing at all
   for (int i = 0; i < 5; ++i) {
     auto fd = connect();
     send_all(fd.get(), "GET /ok HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");

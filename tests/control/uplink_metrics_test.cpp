@@ -54,25 +54,39 @@ bool has_line(const std::string& text, const std::string& line) {
 
 TEST(UplinkMetrics, QueuesInfoAndXdpStatistics) {
   const std::string t = exposition(sample_uplinks());
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_info{uplink="up0",interface="eth1",bind="auto"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_info{uplink="up0",interface="eth1",bind="auto"} 1)"))
+      << t;
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_link_state{uplink="up0",state="up"} 1)"));
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_link_state{uplink="up0",state="absent"} 0)"));
   EXPECT_TRUE(has_line(
-      t, R"(xdpvhost_uplink_queue_info{uplink="up0",queue="1",bind_mode="copy",napi_id="8194",thread="1"} 1)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_queue_napi_busy_poll_active{uplink="up0",queue="0"} 0)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_queue_napi_busy_poll_active{uplink="up0",queue="1"} 1)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_packets_total{uplink="up0",queue="1",direction="rx"} 101)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_bytes_total{uplink="up0",queue="0",direction="tx"} 64000)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_drops_total{uplink="up0",queue="0",reason="uplink_tx_full"} 9)"));
+      t,
+      R"(xdpvhost_uplink_queue_info{uplink="up0",queue="1",bind_mode="copy",napi_id="8194",thread="1"} 1)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_queue_napi_busy_poll_active{uplink="up0",queue="0"} 0)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_queue_napi_busy_poll_active{uplink="up0",queue="1"} 1)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_packets_total{uplink="up0",queue="1",direction="rx"} 101)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_bytes_total{uplink="up0",queue="0",direction="tx"} 64000)"));
+  EXPECT_TRUE(has_line(
+      t, R"(xdpvhost_uplink_drops_total{uplink="up0",queue="0",reason="uplink_tx_full"} 9)"));
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_dropped_total{uplink="up0",queue="0"} 1)"));
   EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_ring_full_total{uplink="up0",queue="1"} 2)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_fill_ring_empty_descs_total{uplink="up0",queue="0"} 4)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_tx_ring_empty_descs_total{uplink="up0",queue="0"} 5)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_rx_invalid_descs_total{uplink="up0",queue="0"} 0)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xsk_tx_invalid_descs_total{uplink="up0",queue="0"} 0)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="oversize_dropped"} 3)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="redirected"} 1000)"));
-  EXPECT_TRUE(has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="bypassed"} 0)"));
+  EXPECT_TRUE(has_line(
+      t, R"(xdpvhost_uplink_xsk_rx_fill_ring_empty_descs_total{uplink="up0",queue="0"} 4)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_xsk_tx_ring_empty_descs_total{uplink="up0",queue="0"} 5)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_xsk_rx_invalid_descs_total{uplink="up0",queue="0"} 0)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_xsk_tx_invalid_descs_total{uplink="up0",queue="0"} 0)"));
+  EXPECT_TRUE(has_line(
+      t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="oversize_dropped"} 3)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="redirected"} 1000)"));
+  EXPECT_TRUE(
+      has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="bypassed"} 0)"));
 }
 
 TEST(UplinkMetrics, EveryFamilyOnceEvenWithoutUplinks) {

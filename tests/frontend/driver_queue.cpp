@@ -51,7 +51,9 @@ DriverQueue::DriverQueue(GuestMemoryArena& memory, std::uint16_t index,
   reset(event_idx_);
 }
 
-std::uint16_t* DriverQueue::avail_ring() const noexcept { return u16_at(avail_, kRingEntries); }
+std::uint16_t* DriverQueue::avail_ring() const noexcept {
+  return u16_at(avail_, kRingEntries);
+}
 virtio::UsedElement* DriverQueue::used_ring() const noexcept {
   return reinterpret_cast<virtio::UsedElement*>(used_ + kRingEntries);
 }
@@ -119,9 +121,9 @@ std::optional<std::uint16_t> DriverQueue::add_chain(std::span<const BufferSegmen
       const bool last = i + 1 == segments.size();
       entries[i].addr = segments[i].gpa;
       entries[i].len = segments[i].len;
-      entries[i].flags = static_cast<std::uint16_t>(
-          (segments[i].device_writable ? Descriptor::kFlagWrite : 0) |
-          (last ? 0 : Descriptor::kFlagNext));
+      entries[i].flags =
+          static_cast<std::uint16_t>((segments[i].device_writable ? Descriptor::kFlagWrite : 0) |
+                                     (last ? 0 : Descriptor::kFlagNext));
       entries[i].next = static_cast<std::uint16_t>(last ? 0 : i + 1);
     }
     desc_[head].addr = table;
@@ -149,8 +151,9 @@ std::optional<std::uint16_t> DriverQueue::add_chain(std::span<const BufferSegmen
     Descriptor& d = desc_[descs[i]];
     d.addr = segments[i].gpa;
     d.len = segments[i].len;
-    d.flags = static_cast<std::uint16_t>((segments[i].device_writable ? Descriptor::kFlagWrite : 0) |
-                                         (last ? 0 : Descriptor::kFlagNext));
+    d.flags =
+        static_cast<std::uint16_t>((segments[i].device_writable ? Descriptor::kFlagWrite : 0) |
+                                   (last ? 0 : Descriptor::kFlagNext));
     d.next = last ? 0 : descs[i + 1];
   }
   const std::uint16_t head = descs.front();
@@ -204,17 +207,25 @@ void DriverQueue::notify() {
   ++kicks_sent_;
 }
 
-std::uint16_t DriverQueue::used_idx() const noexcept { return load_acquire(u16_at(used_, kRingIdx)); }
+std::uint16_t DriverQueue::used_idx() const noexcept {
+  return load_acquire(u16_at(used_, kRingIdx));
+}
 std::uint16_t DriverQueue::used_flags() const noexcept {
   return load_acquire(u16_at(used_, kRingFlags));
 }
-std::uint16_t DriverQueue::avail_event() const noexcept { return load_acquire(avail_event_ptr()); }
-std::uint16_t DriverQueue::used_event() const noexcept { return load_acquire(used_event_ptr()); }
+std::uint16_t DriverQueue::avail_event() const noexcept {
+  return load_acquire(avail_event_ptr());
+}
+std::uint16_t DriverQueue::used_event() const noexcept {
+  return load_acquire(used_event_ptr());
+}
 std::uint16_t DriverQueue::avail_flags() const noexcept {
   return load_acquire(u16_at(avail_, kRingFlags));
 }
 
-bool DriverQueue::has_used() const noexcept { return used_idx() != last_used_; }
+bool DriverQueue::has_used() const noexcept {
+  return used_idx() != last_used_;
+}
 
 std::optional<UsedBuffer> DriverQueue::get_used() {
   for (;;) {

@@ -161,8 +161,8 @@ class DriverQueue {
   sys::EventFd kick_;
   sys::EventFd call_;
 
-  std::vector<std::uint16_t> free_;  // stack; back() is taken next
-  std::vector<Chain> chains_;        // by head index
+  std::vector<std::uint16_t> free_;             // stack; back() is taken next
+  std::vector<Chain> chains_;                   // by head index
   std::vector<std::uint64_t> indirect_tables_;  // by head index, 0 = not allocated yet
   std::uint16_t in_flight_ = 0;
   std::uint16_t avail_idx_ = 0;

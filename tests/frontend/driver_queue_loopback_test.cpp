@@ -25,7 +25,8 @@ struct Fixture {
   LoopbackDevice device;
 };
 
-std::vector<BufferSegment> segments(GuestMemoryArena& mem, std::initializer_list<std::uint32_t> lens,
+std::vector<BufferSegment> segments(GuestMemoryArena& mem,
+                                    std::initializer_list<std::uint32_t> lens,
                                     std::size_t writable_from = 99) {
   std::vector<BufferSegment> out;
   std::size_t i = 0;

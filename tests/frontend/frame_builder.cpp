@@ -55,8 +55,8 @@ std::uint32_t pseudo_sum(const Ipv4Address& src, const Ipv4Address& dst, std::ui
 }  // namespace
 
 MacAddress make_mac(std::uint16_t id) {
-  return {0x02, 0x00, 0x00, 0x00, static_cast<std::uint8_t>(id >> 8),
-          static_cast<std::uint8_t>(id)};
+  return {
+      0x02, 0x00, 0x00, 0x00, static_cast<std::uint8_t>(id >> 8), static_cast<std::uint8_t>(id)};
 }
 
 std::vector<std::uint8_t> build_ethernet(const MacAddress& dst, const MacAddress& src,
@@ -73,7 +73,8 @@ std::vector<std::uint8_t> build_ethernet(const MacAddress& dst, const MacAddress
 
 std::vector<std::uint8_t> add_vlan_tag(std::span<const std::uint8_t> frame, std::uint16_t vlan_id,
                                        std::uint8_t priority) {
-  std::vector<std::uint8_t> f(frame.begin(), frame.begin() + std::min<std::size_t>(12, frame.size()));
+  std::vector<std::uint8_t> f(frame.begin(),
+                              frame.begin() + std::min<std::size_t>(12, frame.size()));
   put16(f, kEtherTypeVlan);
   put16(f, static_cast<std::uint16_t>((priority << 13) | (vlan_id & 0x0fff)));
   if (frame.size() > 12) f.insert(f.end(), frame.begin() + 12, frame.end());

@@ -19,10 +19,10 @@ void put_be16(std::uint8_t* p, std::uint16_t v) {
 
 // Where the IPv4 packet inside an Ethernet frame is.
 struct Ipv4Layout {
-  std::size_t l3 = 0;       // offset of the IPv4 header
-  std::size_t ihl = 0;      // header bytes
-  std::size_t l4 = 0;       // offset of the L4 header
-  std::size_t l4_len = 0;   // L4 bytes per the IPv4 total length
+  std::size_t l3 = 0;      // offset of the IPv4 header
+  std::size_t ihl = 0;     // header bytes
+  std::size_t l4 = 0;      // offset of the L4 header
+  std::size_t l4_len = 0;  // L4 bytes per the IPv4 total length
   std::uint8_t protocol = 0;
   bool fragment = false;
 };
@@ -75,7 +75,8 @@ std::uint32_t pseudo_header_sum(std::span<const std::uint8_t> f, const Ipv4Layou
 std::uint32_t checksum_partial(std::span<const std::uint8_t> bytes, std::uint32_t sum) {
   std::uint64_t acc = sum;
   std::size_t i = 0;
-  for (; i + 1 < bytes.size(); i += 2) acc += static_cast<std::uint32_t>((bytes[i] << 8) | bytes[i + 1]);
+  for (; i + 1 < bytes.size(); i += 2)
+    acc += static_cast<std::uint32_t>((bytes[i] << 8) | bytes[i + 1]);
   if (i < bytes.size()) acc += static_cast<std::uint32_t>(bytes[i] << 8);
   while (acc >> 32) acc = (acc & 0xffffffffu) + (acc >> 32);
   return static_cast<std::uint32_t>(acc);

@@ -26,7 +26,7 @@ struct ChecksumReport {
   std::uint8_t l4_protocol = 0;  // 1 ICMP, 6 TCP, 17 UDP, 0 none
   bool l4_ok = false;            // true also when the frame has no checked L4
   bool udp_checksum_absent = false;
-  std::string problem;           // empty when everything checks out
+  std::string problem;  // empty when everything checks out
 
   bool ok() const noexcept { return problem.empty(); }
 };

@@ -18,8 +18,7 @@ using virtio::Feature;
 
 }  // namespace
 
-Frontend::Frontend(FrontendOptions options)
-    : fopts_(std::move(options)), memory_(fopts_.memory) {}
+Frontend::Frontend(FrontendOptions options) : fopts_(std::move(options)), memory_(fopts_.memory) {}
 
 Frontend::~Frontend() {
   disconnect();

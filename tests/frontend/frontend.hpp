@@ -114,7 +114,8 @@ class Frontend {
                   const TxOptions& options = {}) {
     return net().send_frame(frame, header, options);
   }
-  std::size_t post_rx_buffers(std::size_t count, std::uint32_t size, const RxOptions& options = {}) {
+  std::size_t post_rx_buffers(std::size_t count, std::uint32_t size,
+                              const RxOptions& options = {}) {
     return net().post_rx_buffers(count, size, options);
   }
   std::vector<ReceivedFrame> receive_frames(std::chrono::milliseconds timeout,

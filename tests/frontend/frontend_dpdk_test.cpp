@@ -114,7 +114,8 @@ TEST_F(FrontendDpdk, ClientRoleExchangesFramesAndSurvivesReboot) {
   EXPECT_TRUE(virtio::has(fe.acked_features(), Feature::kNetMrgRxbuf));
   EXPECT_TRUE(virtio::has(fe.acked_features(), Feature::kRingEventIdx));
   EXPECT_TRUE(virtio::has(fe.acked_features(), Feature::kVhostUserProtocolFeatures));
-  EXPECT_TRUE(vhost_user::has(fe.acked_protocol_features(), vhost_user::ProtocolFeature::kReplyAck));
+  EXPECT_TRUE(
+      vhost_user::has(fe.acked_protocol_features(), vhost_user::ProtocolFeature::kReplyAck));
   EXPECT_EQ(fe.acked_features() & ~fe.offered_features(), 0u);
 
   ASSERT_EQ(fe.post_rx_buffers(128, 2048), 128u);

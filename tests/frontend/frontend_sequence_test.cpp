@@ -122,7 +122,8 @@ class ScriptedBackend {
 
   std::uint8_t* translate_uva(std::uint64_t uva, std::size_t len) {
     for (const Mapping& m : mappings_) {
-      if (uva >= m.region.userspace_addr && uva - m.region.userspace_addr + len <= m.region.memory_size) {
+      if (uva >= m.region.userspace_addr &&
+          uva - m.region.userspace_addr + len <= m.region.memory_size) {
         return m.base + m.region.mmap_offset + (uva - m.region.userspace_addr);
       }
     }
@@ -260,7 +261,9 @@ struct Listener {
     }
   }
   ~Listener() { ::unlink(path.c_str()); }
-  sys::UniqueFd accept() { return sys::UniqueFd(::accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC)); }
+  sys::UniqueFd accept() {
+    return sys::UniqueFd(::accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  }
   std::string path;
   sys::UniqueFd fd;
 };
@@ -316,8 +319,8 @@ TEST_F(FrontendSequence, ClientRoleFollowsQemu) {
   EXPECT_THAT(log, ::testing::ElementsAreArray(expected));
 
   // What was negotiated.
-  const std::uint64_t acked = kOffered & ~virtio::bit(Feature::kRingPacked) &
-                              ~virtio::bit(Feature::kNetMq);
+  const std::uint64_t acked =
+      kOffered & ~virtio::bit(Feature::kRingPacked) & ~virtio::bit(Feature::kNetMq);
   EXPECT_EQ(fe.acked_features(), acked);
   EXPECT_EQ(fe.acked_protocol_features(),
             kProtocol & ~vhost_user::bit(ProtocolFeature::kInbandNotifications));
@@ -435,35 +438,35 @@ TEST_F(FrontendSequence, ServerRoleTwoPairsTwoRegions) {
   EXPECT_EQ(*bases, (std::vector<std::uint16_t>{3, 0, 7, 0}));
 
   const std::vector<std::string> pair_setup_0{
-      "GET_FEATURES",      "GET_PROTOCOL_FEATURES", "SET_PROTOCOL_FEATURES", "GET_QUEUE_NUM",
-      "SET_SLAVE_REQ_FD",  "SET_OWNER",             "GET_FEATURES",          "SET_VRING_CALL 0",
-      "SET_VRING_ERR 0",   "SET_VRING_CALL 1",      "SET_VRING_ERR 1"};
+      "GET_FEATURES",     "GET_PROTOCOL_FEATURES", "SET_PROTOCOL_FEATURES",
+      "GET_QUEUE_NUM",    "SET_SLAVE_REQ_FD",      "SET_OWNER",
+      "GET_FEATURES",     "SET_VRING_CALL 0",      "SET_VRING_ERR 0",
+      "SET_VRING_CALL 1", "SET_VRING_ERR 1"};
   const std::vector<std::string> pair_setup_1{
       "GET_FEATURES",     "GET_PROTOCOL_FEATURES", "SET_PROTOCOL_FEATURES", "GET_QUEUE_NUM",
       "SET_OWNER",        "GET_FEATURES",          "SET_VRING_CALL 2",      "SET_VRING_ERR 2",
       "SET_VRING_CALL 3", "SET_VRING_ERR 3"};
   std::vector<std::string> expected = pair_setup_0;
   expected.insert(expected.end(), pair_setup_1.begin(), pair_setup_1.end());
-  expected.insert(expected.end(),
-                  {"SET_VRING_ENABLE 0 1", "SET_VRING_ENABLE 1 1", "SET_VRING_ENABLE 2 0",
-                   "SET_VRING_ENABLE 3 0", "NET_SET_MTU 1500",
-                   // pair 0
-                   "SET_VRING_ENABLE 0 1", "SET_VRING_ENABLE 1 1", "SET_FEATURES", "GET_STATUS",
-                   "SET_STATUS 8", "SET_MEM_TABLE", "SET_VRING_NUM 0 64", "SET_VRING_BASE 0 0",
-                   "SET_VRING_ADDR 0", "SET_VRING_KICK 0", "SET_VRING_CALL 0",
-                   "SET_VRING_NUM 1 64", "SET_VRING_BASE 1 0", "SET_VRING_ADDR 1",
-                   "SET_VRING_KICK 1", "SET_VRING_CALL 1",
-                   // pair 1 (not enabled yet), then DRIVER_OK
-                   "SET_FEATURES", "GET_STATUS", "SET_STATUS 8", "SET_MEM_TABLE",
-                   "SET_VRING_NUM 2 64", "SET_VRING_BASE 2 0", "SET_VRING_ADDR 2",
-                   "SET_VRING_KICK 2", "SET_VRING_CALL 2", "SET_VRING_NUM 3 64",
-                   "SET_VRING_BASE 3 0", "SET_VRING_ADDR 3", "SET_VRING_KICK 3",
-                   "SET_VRING_CALL 3", "GET_STATUS", "SET_STATUS 15",
-                   // the guest enables pair 1 (VIRTIO_NET_CTRL_MQ)
-                   "SET_VRING_ENABLE 2 1", "SET_VRING_ENABLE 3 1",
-                   // stop: status only with the last pair
-                   "GET_VRING_BASE 0 0", "GET_VRING_BASE 1 0", "SET_STATUS 0",
-                   "GET_VRING_BASE 2 0", "GET_VRING_BASE 3 0"});
+  expected.insert(
+      expected.end(),
+      {"SET_VRING_ENABLE 0 1", "SET_VRING_ENABLE 1 1", "SET_VRING_ENABLE 2 0",
+       "SET_VRING_ENABLE 3 0", "NET_SET_MTU 1500",
+       // pair 0
+       "SET_VRING_ENABLE 0 1", "SET_VRING_ENABLE 1 1", "SET_FEATURES", "GET_STATUS", "SET_STATUS 8",
+       "SET_MEM_TABLE", "SET_VRING_NUM 0 64", "SET_VRING_BASE 0 0", "SET_VRING_ADDR 0",
+       "SET_VRING_KICK 0", "SET_VRING_CALL 0", "SET_VRING_NUM 1 64", "SET_VRING_BASE 1 0",
+       "SET_VRING_ADDR 1", "SET_VRING_KICK 1", "SET_VRING_CALL 1",
+       // pair 1 (not enabled yet), then DRIVER_OK
+       "SET_FEATURES", "GET_STATUS", "SET_STATUS 8", "SET_MEM_TABLE", "SET_VRING_NUM 2 64",
+       "SET_VRING_BASE 2 0", "SET_VRING_ADDR 2", "SET_VRING_KICK 2", "SET_VRING_CALL 2",
+       "SET_VRING_NUM 3 64", "SET_VRING_BASE 3 0", "SET_VRING_ADDR 3", "SET_VRING_KICK 3",
+       "SET_VRING_CALL 3", "GET_STATUS", "SET_STATUS 15",
+       // the guest enables pair 1 (VIRTIO_NET_CTRL_MQ)
+       "SET_VRING_ENABLE 2 1", "SET_VRING_ENABLE 3 1",
+       // stop: status only with the last pair
+       "GET_VRING_BASE 0 0", "GET_VRING_BASE 1 0", "SET_STATUS 0", "GET_VRING_BASE 2 0",
+       "GET_VRING_BASE 3 0"});
   EXPECT_THAT(backend.log(), ::testing::ElementsAreArray(expected));
 
   for (const VhostUserMessage& m : backend.take_messages()) {
@@ -483,9 +486,9 @@ TEST_F(FrontendSequence, ServerRoleTwoPairsTwoRegions) {
 TEST_F(FrontendSequence, WithoutProtocolFeatures) {
   const std::string path = socket_dir() + "/legacy.sock";
   Listener listener(path);
-  ScriptedBackend backend({.features = virtio::bit(Feature::kVersion1) |
-                                       virtio::bit(Feature::kNetMrgRxbuf),
-                           .protocol = 0});
+  ScriptedBackend backend(
+      {.features = virtio::bit(Feature::kVersion1) | virtio::bit(Feature::kNetMrgRxbuf),
+       .protocol = 0});
   Frontend fe(FrontendOptions{.socket_path = path});
   ASSERT_TRUE(fe.connect());
   backend.serve(listener.accept());
@@ -494,11 +497,11 @@ TEST_F(FrontendSequence, WithoutProtocolFeatures) {
   ASSERT_TRUE(fe.negotiate(opts)) << fe.last_error();
   ASSERT_TRUE(fe.stop());
   const std::vector<std::string> expected{
-      "GET_FEATURES",       "SET_OWNER",          "GET_FEATURES",       "SET_VRING_CALL 0",
-      "SET_VRING_ERR 0",    "SET_VRING_CALL 1",   "SET_VRING_ERR 1",    "SET_FEATURES",
-      "SET_MEM_TABLE",      "SET_VRING_NUM 0 32", "SET_VRING_BASE 0 0", "SET_VRING_ADDR 0",
-      "SET_VRING_KICK 0",   "SET_VRING_CALL 0",   "SET_VRING_NUM 1 32", "SET_VRING_BASE 1 0",
-      "SET_VRING_ADDR 1",   "SET_VRING_KICK 1",   "SET_VRING_CALL 1",   "GET_VRING_BASE 0 0",
+      "GET_FEATURES",      "SET_OWNER",          "GET_FEATURES",       "SET_VRING_CALL 0",
+      "SET_VRING_ERR 0",   "SET_VRING_CALL 1",   "SET_VRING_ERR 1",    "SET_FEATURES",
+      "SET_MEM_TABLE",     "SET_VRING_NUM 0 32", "SET_VRING_BASE 0 0", "SET_VRING_ADDR 0",
+      "SET_VRING_KICK 0",  "SET_VRING_CALL 0",   "SET_VRING_NUM 1 32", "SET_VRING_BASE 1 0",
+      "SET_VRING_ADDR 1",  "SET_VRING_KICK 1",   "SET_VRING_CALL 1",   "GET_VRING_BASE 0 0",
       "GET_VRING_BASE 1 0"};
   EXPECT_THAT(backend.log(), ::testing::ElementsAreArray(expected));
   for (const VhostUserMessage& m : backend.take_messages()) {

@@ -40,7 +40,8 @@ GuestMemoryArena::GuestMemoryArena(const ArenaOptions& options) {
   if (options.two_regions) {
     const std::uint64_t low = size / 2;
     if (options.second_region_gpa < low) {
-      throw std::system_error(EINVAL, std::generic_category(), "second_region_gpa overlaps region 0");
+      throw std::system_error(EINVAL, std::generic_category(),
+                              "second_region_gpa overlaps region 0");
     }
     regions_.push_back({0, low, options.user_address_base, 0});
     regions_.push_back(

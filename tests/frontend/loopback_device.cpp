@@ -22,17 +22,28 @@ void store_release(std::uint8_t* base, std::size_t off, std::uint16_t v) {
 
 const char* chain_error_name(ChainError e) {
   switch (e) {
-    case ChainError::kNone: return "none";
-    case ChainError::kIndexJump: return "index jump";
-    case ChainError::kHeadOutOfRange: return "head out of range";
-    case ChainError::kNextOutOfRange: return "next out of range";
-    case ChainError::kLoop: return "loop";
-    case ChainError::kTooLong: return "too long";
-    case ChainError::kNestedIndirect: return "nested indirect";
-    case ChainError::kIndirectBadLength: return "indirect bad length";
-    case ChainError::kIndirectWithNext: return "indirect with next";
-    case ChainError::kOutOfBounds: return "out of bounds";
-    case ChainError::kReadableAfterWritable: return "readable after writable";
+    case ChainError::kNone:
+      return "none";
+    case ChainError::kIndexJump:
+      return "index jump";
+    case ChainError::kHeadOutOfRange:
+      return "head out of range";
+    case ChainError::kNextOutOfRange:
+      return "next out of range";
+    case ChainError::kLoop:
+      return "loop";
+    case ChainError::kTooLong:
+      return "too long";
+    case ChainError::kNestedIndirect:
+      return "nested indirect";
+    case ChainError::kIndirectBadLength:
+      return "indirect bad length";
+    case ChainError::kIndirectWithNext:
+      return "indirect with next";
+    case ChainError::kOutOfBounds:
+      return "out of bounds";
+    case ChainError::kReadableAfterWritable:
+      return "readable after writable";
   }
   return "?";
 }
@@ -145,7 +156,9 @@ void LoopbackDevice::push_used(std::uint16_t head, std::uint32_t len) {
   ++used_idx_;
 }
 
-void LoopbackDevice::publish_used() { store_release(used_, 2, used_idx_); }
+void LoopbackDevice::publish_used() {
+  store_release(used_, 2, used_idx_);
+}
 
 bool LoopbackDevice::signal_if_needed() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -174,7 +187,9 @@ void LoopbackDevice::set_avail_event(std::uint16_t value) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-std::uint64_t LoopbackDevice::drain_kicks() { return queue_->kick_fd().drain(); }
+std::uint64_t LoopbackDevice::drain_kicks() {
+  return queue_->kick_fd().drain();
+}
 
 std::size_t LoopbackDevice::deliver_frame(std::span<const std::uint8_t> frame,
                                           virtio::NetHeader header, std::size_t header_size,

@@ -18,15 +18,15 @@ namespace xdpvhost::testing {
 
 enum class ChainError {
   kNone,
-  kIndexJump,              // avail idx moved more than the ring size
+  kIndexJump,  // avail idx moved more than the ring size
   kHeadOutOfRange,
   kNextOutOfRange,
   kLoop,
-  kTooLong,                // more descriptors than the ring size
+  kTooLong,  // more descriptors than the ring size
   kNestedIndirect,
   kIndirectBadLength,
   kIndirectWithNext,
-  kOutOfBounds,            // buffer or table not inside guest memory
+  kOutOfBounds,  // buffer or table not inside guest memory
   kReadableAfterWritable,
 };
 

@@ -9,7 +9,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kGap = 64;  // bytes left unused between pieces of one chain
 
-std::uint64_t align64(std::uint64_t v) { return (v + 63) / 64 * 64; }
+std::uint64_t align64(std::uint64_t v) {
+  return (v + 63) / 64 * 64;
+}
 
 }  // namespace
 
@@ -35,7 +37,8 @@ void NetDriver::reset(std::uint64_t features) {
 void NetDriver::init_pool(SlotPool& pool, std::uint16_t queue_size) {
   pool.gpa.resize(queue_size, 0);
   pool.free.clear();
-  for (std::uint32_t i = queue_size; i > 0; --i) pool.free.push_back(static_cast<std::uint16_t>(i - 1));
+  for (std::uint32_t i = queue_size; i > 0; --i)
+    pool.free.push_back(static_cast<std::uint16_t>(i - 1));
   pool.by_head.assign(queue_size, -1);
 }
 
@@ -171,8 +174,9 @@ std::size_t NetDriver::post_rx_buffers(std::size_t count, std::uint32_t size,
   for (; posted < count; ++posted) {
     auto slot = take_slot(rx_pool_);
     if (!slot) break;
-    auto segs = layout_segments(rx_pool_.gpa[*slot], header_size_, std::max<std::size_t>(size, header_size_),
-                                options.layout, options.chunk, true);
+    auto segs = layout_segments(rx_pool_.gpa[*slot], header_size_,
+                                std::max<std::size_t>(size, header_size_), options.layout,
+                                options.chunk, true);
     if (segs.empty()) {
       rx_pool_.free.push_back(*slot);
       last_error_ = "RX buffer does not fit a " + std::to_string(slot_size_) + "-byte slot";
@@ -204,8 +208,8 @@ void NetDriver::consume_used(std::vector<ReceivedFrame>& out, std::size_t& consu
     for (const BufferSegment& s : used->segments) capacity += s.len;
     std::size_t len = used->len;
     if (len > capacity) {
-      rx_error("device wrote " + std::to_string(len) + " bytes into a " +
-               std::to_string(capacity) + "-byte chain");
+      rx_error("device wrote " + std::to_string(len) + " bytes into a " + std::to_string(capacity) +
+               "-byte chain");
       len = capacity;
     }
     std::vector<std::uint8_t> bytes(len);

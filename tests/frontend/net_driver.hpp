@@ -32,9 +32,9 @@ enum class ChainLayout : std::uint8_t {
 
 struct TxOptions {
   ChainLayout layout = ChainLayout::kSingle;
-  bool indirect = false;     // put the chain in an indirect table
+  bool indirect = false;      // put the chain in an indirect table
   std::uint32_t chunk = 256;  // piece size for kScattered
-  bool kick = true;          // kick (subject to suppression) after queuing
+  bool kick = true;           // kick (subject to suppression) after queuing
 };
 
 struct RxOptions {
@@ -57,7 +57,7 @@ struct NetDriverStats {
   std::uint64_t rx_posted = 0;     // chains posted
   std::uint64_t rx_buffers = 0;    // chains the device returned
   std::uint64_t rx_frames = 0;
-  std::uint64_t rx_errors = 0;     // malformed used entries (see last_error())
+  std::uint64_t rx_errors = 0;  // malformed used entries (see last_error())
 };
 
 class NetDriver {
@@ -111,9 +111,9 @@ class NetDriver {
 
  private:
   struct SlotPool {
-    std::vector<std::uint64_t> gpa;       // by slot, 0 = not allocated yet
-    std::vector<std::uint16_t> free;      // slot numbers
-    std::vector<std::int32_t> by_head;    // head -> slot, -1 none
+    std::vector<std::uint64_t> gpa;     // by slot, 0 = not allocated yet
+    std::vector<std::uint16_t> free;    // slot numbers
+    std::vector<std::int32_t> by_head;  // head -> slot, -1 none
   };
 
   void init_pool(SlotPool& pool, std::uint16_t queue_size);

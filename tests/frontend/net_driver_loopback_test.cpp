@@ -99,8 +99,7 @@ TEST_P(FrontendNetTxLayout, DeviceReadsHeaderAndFrame) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, FrontendNetTxLayout,
-    ::testing::Values(TxCase{ChainLayout::kSingle, false, 1},
-                      TxCase{ChainLayout::kSingle, true, 1},
+    ::testing::Values(TxCase{ChainLayout::kSingle, false, 1}, TxCase{ChainLayout::kSingle, true, 1},
                       TxCase{ChainLayout::kHeaderSeparate, false, 2},
                       TxCase{ChainLayout::kHeaderSeparate, true, 2},
                       TxCase{ChainLayout::kScattered, false, 5},  // header + 4 x <=256

@@ -12,7 +12,9 @@ using virtio::Descriptor;
 
 constexpr std::uint32_t kBufferBytes = 2048;
 
-bool device_writes(const DriverQueue& q) { return q.index() % 2 == 0; }
+bool device_writes(const DriverQueue& q) {
+  return q.index() % 2 == 0;
+}
 
 std::uint16_t data_flags(const DriverQueue& q) {
   return device_writes(q) ? Descriptor::kFlagWrite : 0;

@@ -35,9 +35,8 @@ TEST_P(FrontendRingCorruption, DeviceSeesTheNamedError) {
       GetParam().corrupt(q);
       ChainError err = ChainError::kNone;
       EXPECT_FALSE(device.pop(&err).has_value());
-      EXPECT_EQ(err, GetParam().expected)
-          << "got " << chain_error_name(err) << ", two_regions " << two_regions << " vring "
-          << vring;
+      EXPECT_EQ(err, GetParam().expected) << "got " << chain_error_name(err) << ", two_regions "
+                                          << two_regions << " vring " << vring;
     }
   }
 }
@@ -60,37 +59,31 @@ INSTANTIATE_TEST_SUITE_P(
         CorruptionCase{"indirect_table_outside",
                        [](DriverQueue& q) { publish_indirect_table_outside_memory(q); },
                        ChainError::kOutOfBounds},
-        CorruptionCase{"past_end",
-                       [](DriverQueue& q) {
-                         publish_address_outside_memory(q, OutsideMemory::kPastEnd);
-                       },
-                       ChainError::kOutOfBounds},
-        CorruptionCase{"in_hole",
-                       [](DriverQueue& q) {
-                         publish_address_outside_memory(q, OutsideMemory::kInHole);
-                       },
-                       ChainError::kOutOfBounds},
-        CorruptionCase{"straddles_end",
-                       [](DriverQueue& q) {
-                         publish_address_outside_memory(q, OutsideMemory::kStraddlesEnd);
-                       },
-                       ChainError::kOutOfBounds},
-        CorruptionCase{"huge_length",
-                       [](DriverQueue& q) {
-                         publish_address_outside_memory(q, OutsideMemory::kHugeLength);
-                       },
-                       ChainError::kOutOfBounds},
-        CorruptionCase{"wraps_around",
-                       [](DriverQueue& q) {
-                         publish_address_outside_memory(q, OutsideMemory::kWrapsAround);
-                       },
-                       ChainError::kOutOfBounds},
+        CorruptionCase{
+            "past_end",
+            [](DriverQueue& q) { publish_address_outside_memory(q, OutsideMemory::kPastEnd); },
+            ChainError::kOutOfBounds},
+        CorruptionCase{
+            "in_hole",
+            [](DriverQueue& q) { publish_address_outside_memory(q, OutsideMemory::kInHole); },
+            ChainError::kOutOfBounds},
+        CorruptionCase{
+            "straddles_end",
+            [](DriverQueue& q) { publish_address_outside_memory(q, OutsideMemory::kStraddlesEnd); },
+            ChainError::kOutOfBounds},
+        CorruptionCase{
+            "huge_length",
+            [](DriverQueue& q) { publish_address_outside_memory(q, OutsideMemory::kHugeLength); },
+            ChainError::kOutOfBounds},
+        CorruptionCase{
+            "wraps_around",
+            [](DriverQueue& q) { publish_address_outside_memory(q, OutsideMemory::kWrapsAround); },
+            ChainError::kOutOfBounds},
         CorruptionCase{"index_jump", [](DriverQueue& q) { publish_avail_index_jump(q); },
                        ChainError::kIndexJump},
         CorruptionCase{"head_out_of_range", [](DriverQueue& q) { publish_head_out_of_range(q); },
                        ChainError::kHeadOutOfRange},
-        CorruptionCase{"indirect_with_next",
-                       [](DriverQueue& q) { publish_indirect_with_next(q); },
+        CorruptionCase{"indirect_with_next", [](DriverQueue& q) { publish_indirect_with_next(q); },
                        ChainError::kIndirectWithNext},
         CorruptionCase{"next_out_of_range", [](DriverQueue& q) { publish_next_out_of_range(q); },
                        ChainError::kNextOutOfRange},

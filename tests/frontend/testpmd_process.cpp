@@ -17,7 +17,8 @@ namespace xdpvhost::testing {
 TestpmdProcess::TestpmdProcess(std::vector<std::string> argv, std::string log_path)
     : log_path_(std::move(log_path)) {
   int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+  if (::pipe2(pipefd, O_CLOEXEC) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe");
   const int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) throw std::system_error(errno, std::generic_category(), "open " + log_path_);
   std::vector<char*> args;
@@ -42,7 +43,9 @@ TestpmdProcess::TestpmdProcess(std::vector<std::string> argv, std::string log_pa
   stdin_.reset(pipefd[1]);
 }
 
-TestpmdProcess::~TestpmdProcess() { stop(std::chrono::milliseconds(3000)); }
+TestpmdProcess::~TestpmdProcess() {
+  stop(std::chrono::milliseconds(3000));
+}
 
 bool TestpmdProcess::running() {
   if (pid_ <= 0) return false;

@@ -299,8 +299,9 @@ std::optional<std::uint64_t> VhostUserChannel::send_get_u64(Request request) {
   auto reply = send_get(request, {});
   if (!reply) return std::nullopt;
   auto value = reply->u64();
-  if (!value) fail(std::string(vhost_user::request_name(vhost_user::to_u32(request))) +
-                   ": reply without u64");
+  if (!value)
+    fail(std::string(vhost_user::request_name(vhost_user::to_u32(request))) +
+         ": reply without u64");
   return value;
 }
 
@@ -330,8 +331,12 @@ std::optional<std::uint64_t> VhostUserChannel::get_protocol_features() {
 bool VhostUserChannel::set_protocol_features(std::uint64_t features) {
   return send_u64(Request::kSetProtocolFeatures, features);
 }
-bool VhostUserChannel::set_owner() { return send_set(Request::kSetOwner, {}); }
-bool VhostUserChannel::reset_owner() { return send_set(Request::kResetOwner, {}); }
+bool VhostUserChannel::set_owner() {
+  return send_set(Request::kSetOwner, {});
+}
+bool VhostUserChannel::reset_owner() {
+  return send_set(Request::kResetOwner, {});
+}
 
 bool VhostUserChannel::set_mem_table(std::span<const vhost_user::MemoryRegion> regions,
                                      std::span<const int> fds) {
@@ -407,7 +412,9 @@ bool VhostUserChannel::send_rarp(const std::uint8_t (&mac)[6]) {
   return send_u64(Request::kSendRarp, value);
 }
 
-bool VhostUserChannel::net_set_mtu(std::uint16_t mtu) { return send_u64(Request::kNetSetMtu, mtu); }
+bool VhostUserChannel::net_set_mtu(std::uint16_t mtu) {
+  return send_u64(Request::kNetSetMtu, mtu);
+}
 
 bool VhostUserChannel::set_backend_req_fd(int fd) {
   const int fds[1] = {fd};
@@ -459,7 +466,9 @@ bool VhostUserChannel::set_inflight_fd(const vhost_user::InflightDescription& de
                   fd < 0 ? std::span<const int>{} : std::span<const int>(fds));
 }
 
-bool VhostUserChannel::reset_device() { return send_set(Request::kResetDevice, {}); }
+bool VhostUserChannel::reset_device() {
+  return send_set(Request::kResetDevice, {});
+}
 
 bool VhostUserChannel::vring_kick(std::uint32_t index) {
   return send_set(Request::kVringKick, bytes_of(vhost_user::VringState{index, 0}));

@@ -97,7 +97,8 @@ TEST(FrontendVhostUserChannel, MissingReplyTimesOut) {
   Pair p;
   p.frontend.set_reply_timeout(50ms);
   EXPECT_FALSE(p.frontend.get_features().has_value());
-  EXPECT_NE(p.frontend.last_error().find("timed out"), std::string::npos) << p.frontend.last_error();
+  EXPECT_NE(p.frontend.last_error().find("timed out"), std::string::npos)
+      << p.frontend.last_error();
 }
 
 TEST(FrontendVhostUserChannel, ReplyToAnotherRequestIsAnError) {
@@ -111,9 +112,9 @@ TEST(FrontendVhostUserChannel, ReplyToAnotherRequestIsAnError) {
 TEST(FrontendVhostUserChannel, ReplyWithoutReplyFlagIsAnError) {
   Pair p;
   const std::uint64_t v = 1;
-  ASSERT_TRUE(p.backend.send_raw(vhost_user::to_u32(Request::kGetFeatures), vhost_user::kVersion,
-                                 std::span<const std::uint8_t>(
-                                     reinterpret_cast<const std::uint8_t*>(&v), 8)));
+  ASSERT_TRUE(p.backend.send_raw(
+      vhost_user::to_u32(Request::kGetFeatures), vhost_user::kVersion,
+      std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&v), 8)));
   EXPECT_FALSE(p.frontend.get_features().has_value());
 }
 

@@ -51,7 +51,9 @@ enum class Request : std::uint32_t {
   kGetStatus = 40,
 };
 
-constexpr std::uint32_t to_u32(Request r) { return static_cast<std::uint32_t>(r); }
+constexpr std::uint32_t to_u32(Request r) {
+  return static_cast<std::uint32_t>(r);
+}
 
 // Printable name ("SET_MEM_TABLE"); "UNKNOWN" for other numbers.
 const char* request_name(std::uint32_t request);

@@ -36,10 +36,12 @@ constexpr std::uint64_t kGpa = 0x100000;  // guest address 0 is outside memory
   std::abort();
 }
 
-void check_spans(const std::vector<HostSpan>& spans, std::uint32_t total, const std::uint8_t* base) {
+void check_spans(const std::vector<HostSpan>& spans, std::uint32_t total,
+                 const std::uint8_t* base) {
   std::uint64_t sum = 0;
   for (const HostSpan& s : spans) {
-    if (s.data < base || s.data + s.len > base + kMemory || s.len == 0) violated("span outside memory");
+    if (s.data < base || s.data + s.len > base + kMemory || s.len == 0)
+      violated("span outside memory");
     sum += s.len;
   }
   if (sum != total) violated("span lengths do not add up to the chain's byte count");
@@ -96,8 +98,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           if (chain.head >= q.size()) violated("head beyond the ring");
           check_spans(chain.readable, chain.readable_bytes, base);
           check_spans(chain.writable, chain.writable_bytes, base);
-          if (d == Direction::kDeviceReads && !chain.writable.empty()) violated("writable in a TX chain");
-          if (d == Direction::kDeviceWrites && !chain.readable.empty()) violated("readable in an RX chain");
+          if (d == Direction::kDeviceReads && !chain.writable.empty())
+            violated("writable in a TX chain");
+          if (d == Direction::kDeviceWrites && !chain.readable.empty())
+            violated("readable in an RX chain");
           last_head = chain.head;
           have_head = true;
           ++popped;

@@ -209,7 +209,8 @@ void keep_table_consistent(std::vector<std::uint8_t>& payload, const std::vector
     std::memcpy(&r, payload.data() + at, sizeof r);
     const std::uint64_t end = r.mmap_offset + r.memory_size;
     if (end >= r.mmap_offset && end <= kMaxMemfdBytes) {
-      if (fd_size(fds[i]) < end && ::ftruncate(fds[i], static_cast<off_t>(end)) != 0) r.memory_size = 0;
+      if (fd_size(fds[i]) < end && ::ftruncate(fds[i], static_cast<off_t>(end)) != 0)
+        r.memory_size = 0;
     } else {
       const std::uint64_t have = fd_size(fds[i]);
       r.memory_size = r.mmap_offset < have ? have - r.mmap_offset : 0;
@@ -227,7 +228,8 @@ void send_message(Link& link, FuzzBytes& in) {
   if (len == 255) len = in.u16() % 8192;
   const auto bytes = in.take(len);
   std::vector<std::uint8_t> payload(bytes.begin(), bytes.end());
-  const std::uint32_t size_field = (fl & 0x20) ? in.u16() : static_cast<std::uint32_t>(payload.size());
+  const std::uint32_t size_field =
+      (fl & 0x20) ? in.u16() : static_cast<std::uint32_t>(payload.size());
 
   const std::uint8_t fd_spec = in.u8();
   std::size_t nfds = fd_spec & 7u;
@@ -253,7 +255,8 @@ void send_message(Link& link, FuzzBytes& in) {
       link.eventfds.push_back(std::move(fd));
     }
   }
-  if (keep_tables_consistent() && request == static_cast<std::uint8_t>(vhost::Request::kSetMemTable))
+  if (keep_tables_consistent() &&
+      request == static_cast<std::uint8_t>(vhost::Request::kSetMemTable))
     keep_table_consistent(payload, fds, is_memfd);
 
   std::vector<std::uint8_t> wire(sizeof(vhost::MessageHeader) + payload.size());
@@ -288,7 +291,8 @@ void datapath_step(Link& link, FuzzBytes& in) {
     const int fd = link.memfds.back().get();
     const std::uint64_t size = fd_size(fd);
     if (size > 0) {
-      [[maybe_unused]] auto n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(off % size));
+      [[maybe_unused]] auto n =
+          ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(off % size));
     }
   }
   const std::uint64_t one = 1;
@@ -302,21 +306,26 @@ void datapath_step(Link& link, FuzzBytes& in) {
 void report(World& w, const std::array<Link, 2>& links) {
   for (std::size_t i = 0; i < 2; ++i) {
     const auto& c = w.ports[i]->counters();
-    std::fprintf(stderr, "  port %zu: features 0x%llx rx %llu tx %llu interrupts %llu queue_errors %llu drops",
-                 i, static_cast<unsigned long long>(links[i].device->acked_features()),
-                 static_cast<unsigned long long>(c.rx_packets.get()),
-                 static_cast<unsigned long long>(c.tx_packets.get()),
-                 static_cast<unsigned long long>(c.interrupts.get()),
-                 static_cast<unsigned long long>(c.queue_errors.get()));
+    std::fprintf(
+        stderr,
+        "  port %zu: features 0x%llx rx %llu tx %llu interrupts %llu queue_errors %llu drops", i,
+        static_cast<unsigned long long>(links[i].device->acked_features()),
+        static_cast<unsigned long long>(c.rx_packets.get()),
+        static_cast<unsigned long long>(c.tx_packets.get()),
+        static_cast<unsigned long long>(c.interrupts.get()),
+        static_cast<unsigned long long>(c.queue_errors.get()));
     for (std::size_t r = 0; r < c.drops.size(); ++r)
       if (c.drops[r].get() != 0)
-        std::fprintf(stderr, " %s=%llu", dataplane::to_string(static_cast<dataplane::DropReason>(r)),
+        std::fprintf(stderr, " %s=%llu",
+                     dataplane::to_string(static_cast<dataplane::DropReason>(r)),
                      static_cast<unsigned long long>(c.drops[r].get()));
     std::fprintf(stderr, "; vrings");
     for (std::uint32_t v = 0; v < links[i].device->vring_count(); ++v)
       std::fprintf(stderr, " %u:%s", v,
                    links[i].device->vrings()[v].running
-                       ? (w.ports[i]->queue_state(v) == dataplane::GuestPort::QueueState::kBroken ? "broken" : "running")
+                       ? (w.ports[i]->queue_state(v) == dataplane::GuestPort::QueueState::kBroken
+                              ? "broken"
+                              : "running")
                        : "stopped");
     std::fprintf(stderr, "\n");
   }

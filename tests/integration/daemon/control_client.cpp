@@ -57,7 +57,8 @@ std::string ControlClient::read_line() {
 RpcReply ControlClient::request(const std::string& method, const json& params) {
   if (!fd_.valid()) connect();
   const std::uint64_t id = next_id_++;
-  std::string line = json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
+  std::string line =
+      json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
   line.push_back('\n');
   std::size_t sent = 0;
   while (sent < line.size()) {

@@ -32,9 +32,11 @@ class ControlClient {
 
   // Sends a request and waits for its reply. Throws RpcFailure if the socket
   // fails or the reply is not JSON-RPC (not for an error reply).
-  RpcReply request(const std::string& method, const nlohmann::json& params = nlohmann::json::object());
+  RpcReply request(const std::string& method,
+                   const nlohmann::json& params = nlohmann::json::object());
   // The result; throws RpcFailure when the daemon answered with an error.
-  nlohmann::json call(const std::string& method, const nlohmann::json& params = nlohmann::json::object());
+  nlohmann::json call(const std::string& method,
+                      const nlohmann::json& params = nlohmann::json::object());
 
  private:
   void connect();

@@ -63,8 +63,10 @@ TEST_P(Counters, PacketsBytesKicksAndInterruptsMatchTheFrontends) {
   post_rx(*a);
   post_rx(*b);
   std::vector<Bytes> ab, ba;
-  for (std::uint32_t i = 0; i < 500; ++i) ab.push_back(numbered_frame(kMacB, kMacA, i, 18 + (i * 31) % 1455));
-  for (std::uint32_t i = 0; i < 333; ++i) ba.push_back(numbered_frame(kMacA, kMacB, 9000 + i, 18 + (i * 17) % 1455));
+  for (std::uint32_t i = 0; i < 500; ++i)
+    ab.push_back(numbered_frame(kMacB, kMacA, i, 18 + (i * 31) % 1455));
+  for (std::uint32_t i = 0; i < 333; ++i)
+    ba.push_back(numbered_frame(kMacA, kMacB, 9000 + i, 18 + (i * 17) % 1455));
   ASSERT_TRUE(stream(*a, *b, ab));
   ASSERT_TRUE(stream(*b, *a, ba));
   ASSERT_TRUE(tx_drained(*a));
@@ -102,7 +104,8 @@ TEST_P(Counters, PacketsBytesKicksAndInterruptsMatchTheFrontends) {
     const auto s = stats(name);
     const std::uint64_t decisions = s.at("interrupts").get<std::uint64_t>() +
                                     s.at("interrupts_suppressed").get<std::uint64_t>();
-    const std::uint64_t used = s.at("rx_packets").get<std::uint64_t>() + s.at("tx_packets").get<std::uint64_t>();
+    const std::uint64_t used =
+        s.at("rx_packets").get<std::uint64_t>() + s.at("tx_packets").get<std::uint64_t>();
     EXPECT_GE(decisions, (used + 31) / 32) << name;
     EXPECT_LE(decisions, used) << name;
   }
@@ -177,7 +180,9 @@ struct PingPongCase {
   bool event_idx = true;
 };
 
-void PrintTo(const PingPongCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const PingPongCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class PingPong : public DaemonTest, public ::testing::WithParamInterface<PingPongCase> {};
 
@@ -223,8 +228,10 @@ TEST_P(PingPong, NoFrameIsLostOverThousandsOfRequestResponseExchanges) {
   EXPECT_TRUE(wait_until([&] { return kicks_match(counter("b", "kicks"), *b); }))
       << kicks_match(counter("b", "kicks"), *b).message();
   const auto threads = rpc().call("stats.get").at("threads")[0];
-  const auto sleeps = threads.at("sleeps").get<std::uint64_t>() - threads_before.at("sleeps").get<std::uint64_t>();
-  const auto wakeups = threads.at("wakeups").get<std::uint64_t>() - threads_before.at("wakeups").get<std::uint64_t>();
+  const auto sleeps =
+      threads.at("sleeps").get<std::uint64_t>() - threads_before.at("sleeps").get<std::uint64_t>();
+  const auto wakeups = threads.at("wakeups").get<std::uint64_t>() -
+                       threads_before.at("wakeups").get<std::uint64_t>();
   if (c.busy_poll_us == 0) {
     // Pure event mode: the thread sleeps between frames (two frames per
     // exchange, each waited for by the test thread), so it slept in most
@@ -233,8 +240,9 @@ TEST_P(PingPong, NoFrameIsLostOverThousandsOfRequestResponseExchanges) {
     EXPECT_GT(counter("a", "kicks"), n / 2);
   }
   EXPECT_GE(wakeups + 1, sleeps) << threads.dump();
-  EXPECT_TRUE(wait_until([&] { return rpc().call("status").at("threads")[0].at("state") == "sleeping"; }))
-      << "the service thread does not go to sleep when idle";
+  EXPECT_TRUE(wait_until([&] {
+    return rpc().call("status").at("threads")[0].at("state") == "sleeping";
+  })) << "the service thread does not go to sleep when idle";
 }
 
 INSTANTIATE_TEST_SUITE_P(Daemon, PingPong,
@@ -255,7 +263,8 @@ TEST_F(RunTime, TunablesAndStatsResetAtRunTime) {
   post_rx(*b);
   ASSERT_TRUE(exchange(*a, kMacA, *b, kMacB, 50, 0));
   rpc().call("tunables.set", {{"busy_poll_us", 50}});
-  EXPECT_TRUE(wait_until([&] { return rpc().call("status").at("threads")[0].at("busy_poll_us") == 50; }));
+  EXPECT_TRUE(
+      wait_until([&] { return rpc().call("status").at("threads")[0].at("busy_poll_us") == 50; }));
   ASSERT_TRUE(exchange(*a, kMacA, *b, kMacB, 50, 100));
   rpc().call("stats.reset");
   EXPECT_EQ(counter("a", "rx_packets"), 0u);

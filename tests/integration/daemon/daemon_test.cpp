@@ -31,7 +31,9 @@ std::string mac_string(std::uint16_t id) {
 
 std::string describe_status(std::optional<int> status) {
   if (!status) return "still running";
-  if (*status > 128) return "killed by signal " + std::to_string(*status - 128) + " (" + ::strsignal(*status - 128) + ")";
+  if (*status > 128)
+    return "killed by signal " + std::to_string(*status - 128) + " (" + ::strsignal(*status - 128) +
+           ")";
   return "exit status " + std::to_string(*status);
 }
 
@@ -45,17 +47,19 @@ void DaemonTest::TearDown() {
   rpc_.reset();
   if (daemon_) {
     if (!daemon_->terminate_requested() && !daemon_->running()) {
-      ADD_FAILURE() << "xdpvhostd died during the test: " << describe_status(daemon_->exit_status());
+      ADD_FAILURE() << "xdpvhostd died during the test: "
+                    << describe_status(daemon_->exit_status());
     } else {
       const auto status = daemon_->terminate(10s);
       EXPECT_EQ(status, std::optional<int>(0))
-          << "xdpvhostd did not exit with status 0 within 10 s of SIGTERM: " << describe_status(status);
+          << "xdpvhostd did not exit with status 0 within 10 s of SIGTERM: "
+          << describe_status(status);
     }
     if (HasFailure()) {
       std::string log = daemon_->log();
       if (log.size() > 20000) log = "...\n" + log.substr(log.size() - 20000);
-      std::fprintf(stderr, "---- xdpvhostd log (%s) ----\n%s---- end of log ----\n",
-                   dir_.c_str(), log.c_str());
+      std::fprintf(stderr, "---- xdpvhostd log (%s) ----\n%s---- end of log ----\n", dir_.c_str(),
+                   log.c_str());
     }
     daemon_.reset();
   }
@@ -63,7 +67,9 @@ void DaemonTest::TearDown() {
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
 }
 
-std::string DaemonTest::socket_path(const std::string& name) const { return dir_ + "/" + name + ".sock"; }
+std::string DaemonTest::socket_path(const std::string& name) const {
+  return dir_ + "/" + name + ".sock";
+}
 
 json DaemonTest::port(const std::string& name, std::uint16_t mac_id, const json& extra) const {
   json p{{"name", name}, {"socket", socket_path(name)}, {"mac", mac_string(mac_id)}};

@@ -57,7 +57,9 @@ class DaemonTest : public ::testing::Test {
   DaemonProcess& daemon() { return *daemon_; }
   ControlClient& rpc() { return *rpc_; }
 
-  nlohmann::json port_get(const std::string& name) { return rpc().call("port.get", {{"name", name}}); }
+  nlohmann::json port_get(const std::string& name) {
+    return rpc().call("port.get", {{"name", name}});
+  }
   std::string port_state(const std::string& name) { return port_get(name).at("state"); }
   // The queue entry of port.get for `vring`, or null.
   nlohmann::json queue_of(const std::string& name, std::uint32_t vring);

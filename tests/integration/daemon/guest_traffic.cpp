@@ -58,16 +58,19 @@ std::vector<fe::ReceivedFrame> receive(fe::Frontend& g, std::size_t count,
   const auto deadline = Clock::now() + timeout;
   if (g.queue_pairs() == 1) {
     while (out.size() < count && Clock::now() < deadline) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       auto got = g.net(0).receive_frames(left, count - out.size());
-      out.insert(out.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
+      out.insert(out.end(), std::make_move_iterator(got.begin()),
+                 std::make_move_iterator(got.end()));
     }
     return out;
   }
   while (out.size() < count) {
     for (std::uint16_t p = 0; p < g.queue_pairs(); ++p) {
       auto got = g.net(p).receive_frames(1ms, 1);
-      out.insert(out.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
+      out.insert(out.end(), std::make_move_iterator(got.begin()),
+                 std::make_move_iterator(got.end()));
     }
     if (Clock::now() >= deadline) break;
   }
@@ -90,9 +93,8 @@ std::vector<fe::ReceivedFrame> poll_received(fe::Frontend& g) {
            << "received " << got.size() << " frames, sent " << sent.size();
   for (std::size_t i = 0; i < sent.size(); ++i) {
     if (got[i].bytes != sent[i])
-      return ::testing::AssertionFailure()
-             << "frame " << i << " differs: " << got[i].bytes.size() << " bytes received, "
-             << sent[i].size() << " sent";
+      return ::testing::AssertionFailure() << "frame " << i << " differs: " << got[i].bytes.size()
+                                           << " bytes received, " << sent[i].size() << " sent";
   }
   return ::testing::AssertionSuccess();
 }
@@ -119,9 +121,9 @@ std::vector<fe::ReceivedFrame> poll_received(fe::Frontend& g) {
   // receiver without buffers.
   constexpr std::size_t kRound = 64;
   for (std::size_t at = 0; at < frames.size(); at += kRound) {
-    const std::vector<Bytes> round(frames.begin() + static_cast<std::ptrdiff_t>(at),
-                                   frames.begin() + static_cast<std::ptrdiff_t>(
-                                                        std::min(frames.size(), at + kRound)));
+    const std::vector<Bytes> round(
+        frames.begin() + static_cast<std::ptrdiff_t>(at),
+        frames.begin() + static_cast<std::ptrdiff_t>(std::min(frames.size(), at + kRound)));
     if (auto r = send_frames(from, round); !r) return r;
     auto got = receive(to, round.size());
     if (auto r = same_frames(round, got); !r) return r << " (round starting at frame " << at << ")";
@@ -135,7 +137,8 @@ std::vector<fe::ReceivedFrame> poll_received(fe::Frontend& g) {
   std::vector<Bytes> ab, ba;
   for (std::size_t i = 0; i < n; ++i) {
     ab.push_back(numbered_frame(b_mac, a_mac, seq + static_cast<std::uint32_t>(i), payload));
-    ba.push_back(numbered_frame(a_mac, b_mac, seq + 100000 + static_cast<std::uint32_t>(i), payload));
+    ba.push_back(
+        numbered_frame(a_mac, b_mac, seq + 100000 + static_cast<std::uint32_t>(i), payload));
   }
   if (auto r = stream(a, b, ab); !r) return r << " (a -> b)";
   if (auto r = stream(b, a, ba); !r) return r << " (b -> a)";

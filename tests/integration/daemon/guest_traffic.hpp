@@ -29,15 +29,17 @@ Bytes numbered_frame(const fe::MacAddress& dst, const fe::MacAddress& src, std::
 std::size_t post_rx(fe::Frontend& g, std::uint32_t size = 2048, const fe::RxOptions& options = {});
 
 // Sends every frame on `pair`, waiting for TX room while the ring is full.
-::testing::AssertionResult send_frames(fe::Frontend& g, const std::vector<Bytes>& frames,
-                                       std::uint16_t pair = 0, const fe::TxOptions& options = {},
-                                       const std::optional<virtio::NetHeader>& header = std::nullopt,
-                                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
+::testing::AssertionResult send_frames(
+    fe::Frontend& g, const std::vector<Bytes>& frames, std::uint16_t pair = 0,
+    const fe::TxOptions& options = {},
+    const std::optional<virtio::NetHeader>& header = std::nullopt,
+    std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // Receives on every queue pair until `count` frames arrived or `timeout`
 // passed; returns what arrived (pair 0 first within one poll round).
-std::vector<fe::ReceivedFrame> receive(fe::Frontend& g, std::size_t count,
-                                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
+std::vector<fe::ReceivedFrame> receive(
+    fe::Frontend& g, std::size_t count,
+    std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // Whatever has arrived on any pair by now, without waiting.
 std::vector<fe::ReceivedFrame> poll_received(fe::Frontend& g);

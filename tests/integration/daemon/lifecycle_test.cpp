@@ -45,7 +45,10 @@ TEST_F(Lifecycle, DisconnectMidTrafficThenANewFrontendFindsACleanPort) {
   // Whatever got through did so intact and in order.
   auto got = receive(*b, sent.size() - 10, 200ms);
   ASSERT_LE(got.size(), sent.size() - 10);
-  EXPECT_TRUE(same_frames(std::vector<Bytes>(sent.begin() + 10, sent.begin() + 10 + static_cast<std::ptrdiff_t>(got.size())), got));
+  EXPECT_TRUE(
+      same_frames(std::vector<Bytes>(sent.begin() + 10,
+                                     sent.begin() + 10 + static_cast<std::ptrdiff_t>(got.size())),
+                  got));
 
   auto a = connect_guest("a");
   ASSERT_TRUE(a);
@@ -151,7 +154,8 @@ TEST_F(Lifecycle, ClientModeConnectsAndReconnectsWhenTheFrontendComesBack) {
     {
       fe::Frontend c(o);
       c.listen();
-      ASSERT_TRUE(c.connect()) << "round " << round << ": " << c.last_error();  // the daemon connects to us
+      ASSERT_TRUE(c.connect()) << "round " << round << ": "
+                               << c.last_error();  // the daemon connects to us
       ASSERT_TRUE(c.negotiate()) << c.last_error();
       EXPECT_EQ(port_state("c"), "running");
       post_rx(c);
@@ -167,7 +171,8 @@ TEST_F(Lifecycle, ClientModeConnectsAndReconnectsWhenTheFrontendComesBack) {
   ASSERT_TRUE(c.negotiate()) << c.last_error();
   rpc().call("port.remove", {{"name", "c"}});
   EXPECT_TRUE(c.channel().wait_peer_closed(10s));
-  EXPECT_TRUE(std::filesystem::exists(socket_path("c"))) << "the daemon removed the frontend's socket";
+  EXPECT_TRUE(std::filesystem::exists(socket_path("c")))
+      << "the daemon removed the frontend's socket";
 }
 
 TEST_F(Lifecycle, ASecondFrontendOnTheSameSocketIsRefused) {
@@ -209,14 +214,16 @@ TEST_F(Lifecycle, PortsAddedAndRemovedWhileOthersRun) {
   // Remove b while its frontend is connected and a and c keep talking.
   EXPECT_EQ(rpc().call("port.remove", {{"name", "b"}}), (nlohmann::json{{"removed", "b"}}));
   EXPECT_TRUE(b->channel().wait_peer_closed(10s));
-  EXPECT_FALSE(std::filesystem::exists(socket_path("b"))) << "socket file of a removed port left behind";
+  EXPECT_FALSE(std::filesystem::exists(socket_path("b")))
+      << "socket file of a removed port left behind";
   const auto gone = rpc().request("port.get", {{"name", "b"}});
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error->at("code"), -32002);
   EXPECT_FALSE(rpc().call("stats.get").at("ports").contains("b"));
   EXPECT_TRUE(exchange(*a, kMacA, *c, kMacC, 20, 300));
   ASSERT_TRUE(send_frames(*a, {numbered_frame(kMacB, kMacA, 1)}));
-  EXPECT_TRUE(wait_until([&] { return drops("a", "unknown_destination") == 1; })) << stats("a").dump();
+  EXPECT_TRUE(wait_until([&] { return drops("a", "unknown_destination") == 1; }))
+      << stats("a").dump();
 
   // The name, MAC and socket can be used again.
   rpc().call("port.add", port("b", 2));

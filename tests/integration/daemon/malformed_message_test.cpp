@@ -32,13 +32,17 @@ std::vector<std::uint8_t> bytes_of(const T& v) {
   std::memcpy(b.data(), &v, sizeof v);
   return b;
 }
-std::vector<std::uint8_t> u64(std::uint64_t v) { return bytes_of(v); }
+std::vector<std::uint8_t> u64(std::uint64_t v) {
+  return bytes_of(v);
+}
 std::vector<std::uint8_t> resized(std::vector<std::uint8_t> b, std::size_t n) {
   b.resize(n, 0);
   return b;
 }
 
-sys::UniqueFd make_eventfd() { return sys::UniqueFd(::eventfd(0, EFD_CLOEXEC)); }
+sys::UniqueFd make_eventfd() {
+  return sys::UniqueFd(::eventfd(0, EFD_CLOEXEC));
+}
 sys::UniqueFd make_memfd(std::size_t size = 1 << 20) {
   sys::UniqueFd fd(::memfd_create("xdpvhost-integ", MFD_CLOEXEC));
   if (fd.valid() && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) fd.reset();
@@ -50,7 +54,8 @@ std::vector<std::uint8_t> memory_table(const std::vector<vu::MemoryRegion>& regi
   std::vector<std::uint8_t> p(8 + 32 * regions.size());
   const vu::MemoryTableHead head{nregions, 0};
   std::memcpy(p.data(), &head, 8);
-  for (std::size_t i = 0; i < regions.size(); ++i) std::memcpy(p.data() + 8 + 32 * i, &regions[i], 32);
+  for (std::size_t i = 0; i < regions.size(); ++i)
+    std::memcpy(p.data() + 8 + 32 * i, &regions[i], 32);
   return p;
 }
 
@@ -128,7 +133,8 @@ TEST_F(MalformedMessages, WrongPayloadSizesAreRefusedWithoutSideEffects) {
   const auto R = [](Request r) { return vu::to_u32(r); };
   expect_refused(R(Request::kSetFeatures), resized({}, 4), {}, "SET_FEATURES 4 bytes");
   expect_refused(R(Request::kSetFeatures), resized({}, 16), {}, "SET_FEATURES 16 bytes");
-  expect_refused(R(Request::kSetProtocolFeatures), resized({}, 4), {}, "SET_PROTOCOL_FEATURES 4 bytes");
+  expect_refused(R(Request::kSetProtocolFeatures), resized({}, 4), {},
+                 "SET_PROTOCOL_FEATURES 4 bytes");
   expect_refused(R(Request::kSetVringNum), resized(bytes_of(vu::VringState{0, 1024}), 12), {},
                  "SET_VRING_NUM 12 bytes");
   expect_refused(R(Request::kSetVringNum), resized(bytes_of(vu::VringState{0, 1024}), 4), {},
@@ -137,8 +143,10 @@ TEST_F(MalformedMessages, WrongPayloadSizesAreRefusedWithoutSideEffects) {
                  "SET_VRING_BASE 4 bytes");
   vu::VringAddr addr{};
   addr.index = 1;
-  expect_refused(R(Request::kSetVringAddr), resized(bytes_of(addr), 39), {}, "SET_VRING_ADDR 39 bytes");
-  expect_refused(R(Request::kSetVringAddr), resized(bytes_of(addr), 48), {}, "SET_VRING_ADDR 48 bytes");
+  expect_refused(R(Request::kSetVringAddr), resized(bytes_of(addr), 39), {},
+                 "SET_VRING_ADDR 39 bytes");
+  expect_refused(R(Request::kSetVringAddr), resized(bytes_of(addr), 48), {},
+                 "SET_VRING_ADDR 48 bytes");
   expect_refused(R(Request::kSetVringEnable), resized(bytes_of(vu::VringState{0, 0}), 16), {},
                  "SET_VRING_ENABLE 16 bytes");
   expect_refused(R(Request::kSetStatus), resized({}, 4), {}, "SET_STATUS 4 bytes");
@@ -148,7 +156,8 @@ TEST_F(MalformedMessages, WrongPayloadSizesAreRefusedWithoutSideEffects) {
   expect_refused(R(Request::kGetVringBase), resized(bytes_of(vu::VringState{1, 0}), 9), {},
                  "GET_VRING_BASE 9 bytes");
   auto kick = make_eventfd();
-  expect_refused(R(Request::kSetVringKick), resized(u64(1), 4), {kick.get()}, "SET_VRING_KICK 4 bytes");
+  expect_refused(R(Request::kSetVringKick), resized(u64(1), 4), {kick.get()},
+                 "SET_VRING_KICK 4 bytes");
   // Memory tables whose size does not match nregions.
   const auto& r0 = g_->memory().regions()[0];
   const vu::MemoryRegion region{r0.guest_phys_addr, r0.size, r0.user_addr, r0.mmap_offset};
@@ -158,7 +167,8 @@ TEST_F(MalformedMessages, WrongPayloadSizesAreRefusedWithoutSideEffects) {
   expect_refused(R(Request::kSetMemTable), memory_table({region}, 2), {mfd, mfd},
                  "SET_MEM_TABLE 1 region, nregions 2");
   expect_refused(R(Request::kSetMemTable), memory_table({}, 0), {}, "SET_MEM_TABLE 0 regions");
-  expect_refused(R(Request::kSetMemTable), memory_table(std::vector<vu::MemoryRegion>(9, region), 9),
+  expect_refused(R(Request::kSetMemTable),
+                 memory_table(std::vector<vu::MemoryRegion>(9, region), 9),
                  std::vector<int>(8, mfd), "SET_MEM_TABLE 9 regions");
   expect_refused(R(Request::kSetMemTable), resized({}, 4), {}, "SET_MEM_TABLE 4 bytes");
   EXPECT_EQ(g_->channel().get_status(), g_->last_status_set());
@@ -170,17 +180,22 @@ TEST_F(MalformedMessages, MissingOrExtraFdsAreRefusedWithoutSideEffects) {
   auto e1 = make_eventfd();
   auto e2 = make_eventfd();
   expect_refused(R(Request::kSetVringKick), u64(1), {}, "SET_VRING_KICK without fd");
-  expect_refused(R(Request::kSetVringKick), u64(1), {e1.get(), e2.get()}, "SET_VRING_KICK with 2 fds");
+  expect_refused(R(Request::kSetVringKick), u64(1), {e1.get(), e2.get()},
+                 "SET_VRING_KICK with 2 fds");
   expect_refused(R(Request::kSetVringKick), u64(1 | vu::kVringInvalidFd), {e1.get()},
                  "SET_VRING_KICK no-fd flag with an fd");
   expect_refused(R(Request::kSetVringCall), u64(0), {}, "SET_VRING_CALL without fd");
-  expect_refused(R(Request::kSetVringCall), u64(0), {e1.get(), e2.get()}, "SET_VRING_CALL with 2 fds");
-  expect_refused(R(Request::kSetVringErr), u64(1), {e1.get(), e2.get()}, "SET_VRING_ERR with 2 fds");
+  expect_refused(R(Request::kSetVringCall), u64(0), {e1.get(), e2.get()},
+                 "SET_VRING_CALL with 2 fds");
+  expect_refused(R(Request::kSetVringErr), u64(1), {e1.get(), e2.get()},
+                 "SET_VRING_ERR with 2 fds");
   const auto& r0 = g_->memory().regions()[0];
   const vu::MemoryRegion region{r0.guest_phys_addr, r0.size, r0.user_addr, r0.mmap_offset};
   const int mfd = g_->memory().fd();
-  expect_refused(R(Request::kSetMemTable), memory_table({region}, 1), {}, "SET_MEM_TABLE without fd");
-  expect_refused(R(Request::kSetMemTable), memory_table({region}, 1), {mfd, mfd}, "SET_MEM_TABLE with 2 fds");
+  expect_refused(R(Request::kSetMemTable), memory_table({region}, 1), {},
+                 "SET_MEM_TABLE without fd");
+  expect_refused(R(Request::kSetMemTable), memory_table({region}, 1), {mfd, mfd},
+                 "SET_MEM_TABLE with 2 fds");
   expect_refused(R(Request::kSetOwner), {}, {e1.get()}, "SET_OWNER with an fd");
   expect_refused(R(Request::kSetVringNum), bytes_of(vu::VringState{1, 256}), {e1.get()},
                  "SET_VRING_NUM with an fd");
@@ -191,10 +206,14 @@ TEST_F(MalformedMessages, VringIndexOutOfRangeIsRefusedWithoutSideEffects) {
   const auto R = [](Request r) { return vu::to_u32(r); };
   auto e = make_eventfd();
   for (std::uint32_t index : {2u, 3u, 15u, 16u, 255u, 0x10000u}) {
-    expect_refused(R(Request::kSetVringNum), bytes_of(vu::VringState{index, 256}), {}, "SET_VRING_NUM");
-    expect_refused(R(Request::kSetVringBase), bytes_of(vu::VringState{index, 0}), {}, "SET_VRING_BASE");
-    expect_refused(R(Request::kSetVringEnable), bytes_of(vu::VringState{index, 1}), {}, "SET_VRING_ENABLE");
-    expect_refused(R(Request::kGetVringBase), bytes_of(vu::VringState{index, 0}), {}, "GET_VRING_BASE");
+    expect_refused(R(Request::kSetVringNum), bytes_of(vu::VringState{index, 256}), {},
+                   "SET_VRING_NUM");
+    expect_refused(R(Request::kSetVringBase), bytes_of(vu::VringState{index, 0}), {},
+                   "SET_VRING_BASE");
+    expect_refused(R(Request::kSetVringEnable), bytes_of(vu::VringState{index, 1}), {},
+                   "SET_VRING_ENABLE");
+    expect_refused(R(Request::kGetVringBase), bytes_of(vu::VringState{index, 0}), {},
+                   "GET_VRING_BASE");
     vu::VringAddr addr{};
     addr.index = index;
     expect_refused(R(Request::kSetVringAddr), bytes_of(addr), {}, "SET_VRING_ADDR");
@@ -205,8 +224,10 @@ TEST_F(MalformedMessages, VringIndexOutOfRangeIsRefusedWithoutSideEffects) {
     }
   }
   // Bits above the index and the no-fd flag.
-  expect_refused(R(Request::kSetVringCall), u64(0x200 | 0), {e.get()}, "SET_VRING_CALL unknown bits");
-  expect_refused(R(Request::kSetVringEnable), bytes_of(vu::VringState{0, 2}), {}, "SET_VRING_ENABLE 2");
+  expect_refused(R(Request::kSetVringCall), u64(0x200 | 0), {e.get()},
+                 "SET_VRING_CALL unknown bits");
+  expect_refused(R(Request::kSetVringEnable), bytes_of(vu::VringState{0, 2}), {},
+                 "SET_VRING_ENABLE 2");
   EXPECT_EQ(port_get("vm1").at("queues").size(), 2u);
   expect_unchanged();
 }
@@ -231,7 +252,9 @@ struct FramingCase {
   int fds = 0;                      // eventfds passed along (with the first byte)
 };
 
-void PrintTo(const FramingCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const FramingCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 // sendmsg with any number of fds (the channel's send_bytes stops at 16).
 bool send_with_fds(int sock, const std::vector<std::uint8_t>& bytes, const std::vector<int>& fds) {
@@ -252,7 +275,8 @@ bool send_with_fds(int sock, const std::vector<std::uint8_t>& bytes, const std::
   return ::sendmsg(sock, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
 }
 
-std::vector<std::uint8_t> raw_header(std::uint32_t request, std::uint32_t flags, std::uint32_t size) {
+std::vector<std::uint8_t> raw_header(std::uint32_t request, std::uint32_t flags,
+                                     std::uint32_t size) {
   return bytes_of(vu::Header{request, flags, size});
 }
 std::vector<std::uint8_t> with_payload(std::vector<std::uint8_t> header, std::uint64_t value) {
@@ -280,7 +304,8 @@ TEST_P(LostFraming, ClosesTheConnectionAndServesTheNextFrontend) {
     }
     ASSERT_TRUE(send_with_fds(g->channel().fd(), GetParam().bytes, fds));
     EXPECT_TRUE(g->channel().wait_peer_closed(10s)) << "the daemon kept the connection";
-    EXPECT_TRUE(wait_until([&] { return port_state("vm1") == "waiting"; })) << port_get("vm1").dump();
+    EXPECT_TRUE(wait_until([&] { return port_state("vm1") == "waiting"; }))
+        << port_get("vm1").dump();
     EXPECT_TRUE(port_get("vm1").at("queues").empty()) << port_get("vm1").dump();
   }
   auto g = connect_guest("vm1");
@@ -296,11 +321,14 @@ INSTANTIATE_TEST_SUITE_P(
         FramingCase{"PayloadLargerThanAnyMessage", raw_header(1, vu::kVersion, 4096 + 64 + 1)},
         FramingCase{"PayloadOf4GiB", raw_header(1, vu::kVersion, 0xffffffffu)},
         FramingCase{"OversizedWithFds", raw_header(5, vu::kVersion, 1u << 20), 3},
-        FramingCase{"Version0", raw_header(1, 0, 0)},
-        FramingCase{"Version2", raw_header(1, 2, 0)},
+        FramingCase{"Version0", raw_header(1, 0, 0)}, FramingCase{"Version2", raw_header(1, 2, 0)},
         FramingCase{"Version3WithFds", raw_header(12, 3 | vu::kFlagNeedReply, 8), 1},
-        FramingCase{"NineFds", with_payload(raw_header(vu::to_u32(Request::kSetVringKick), vu::kVersion, 8), 1), 9},
-        FramingCase{"FortyFds", with_payload(raw_header(vu::to_u32(Request::kSetVringKick), vu::kVersion, 8), 1), 40}),
+        FramingCase{
+            "NineFds",
+            with_payload(raw_header(vu::to_u32(Request::kSetVringKick), vu::kVersion, 8), 1), 9},
+        FramingCase{
+            "FortyFds",
+            with_payload(raw_header(vu::to_u32(Request::kSetVringKick), vu::kVersion, 8), 1), 40}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // ---- no fd leaks ---------------------------------------------------------------------
@@ -335,15 +363,39 @@ TEST_F(FdLeaks, TwoHundredBadMessagesLeakNoFd) {
     std::optional<std::uint64_t> ack;
     bool closes = false;
     switch (i % 10) {
-      case 0: ack = ch.send_raw_await_ack(R(Request::kSetVringKick), u64(7), std::vector<int>{add(make_eventfd())}); break;
-      case 1: ack = ch.send_raw_await_ack(R(Request::kSetVringCall), u64(0), std::vector<int>{add(make_eventfd()), add(make_eventfd())}); break;
-      case 2: ack = ch.send_raw_await_ack(R(Request::kSetMemTable), memory_table({region}, 1),
-                                          std::vector<int>{add(make_memfd()), add(make_memfd()), add(make_memfd())}); break;
-      case 3: ack = ch.send_raw_await_ack(R(Request::kSetMemTable), memory_table({empty}, 1), std::vector<int>{add(make_memfd())}); break;
-      case 4: ack = ch.send_raw_await_ack(99, u64(1), std::vector<int>{add(make_eventfd()), add(make_memfd())}); break;
-      case 5: ack = ch.send_raw_await_ack(R(Request::kSetVringErr), resized(u64(1), 4), std::vector<int>{add(make_eventfd())}); break;
-      case 6: ack = ch.send_raw_await_ack(R(Request::kSetLogFd), {}, std::vector<int>{add(make_eventfd())}); break;
-      case 7: ack = ch.send_raw_await_ack(R(Request::kSetBackendReqFd), {}, std::vector<int>{add(make_eventfd())}); break;
+      case 0:
+        ack = ch.send_raw_await_ack(R(Request::kSetVringKick), u64(7),
+                                    std::vector<int>{add(make_eventfd())});
+        break;
+      case 1:
+        ack = ch.send_raw_await_ack(R(Request::kSetVringCall), u64(0),
+                                    std::vector<int>{add(make_eventfd()), add(make_eventfd())});
+        break;
+      case 2:
+        ack = ch.send_raw_await_ack(
+            R(Request::kSetMemTable), memory_table({region}, 1),
+            std::vector<int>{add(make_memfd()), add(make_memfd()), add(make_memfd())});
+        break;
+      case 3:
+        ack = ch.send_raw_await_ack(R(Request::kSetMemTable), memory_table({empty}, 1),
+                                    std::vector<int>{add(make_memfd())});
+        break;
+      case 4:
+        ack = ch.send_raw_await_ack(99, u64(1),
+                                    std::vector<int>{add(make_eventfd()), add(make_memfd())});
+        break;
+      case 5:
+        ack = ch.send_raw_await_ack(R(Request::kSetVringErr), resized(u64(1), 4),
+                                    std::vector<int>{add(make_eventfd())});
+        break;
+      case 6:
+        ack =
+            ch.send_raw_await_ack(R(Request::kSetLogFd), {}, std::vector<int>{add(make_eventfd())});
+        break;
+      case 7:
+        ack = ch.send_raw_await_ack(R(Request::kSetBackendReqFd), {},
+                                    std::vector<int>{add(make_eventfd())});
+        break;
       case 8: {  // nine fds: framing refused, connection closed
         std::vector<int> fds;
         for (int k = 0; k < 9; ++k) fds.push_back(add(make_eventfd()));
@@ -375,7 +427,8 @@ TEST_F(FdLeaks, TwoHundredBadMessagesLeakNoFd) {
   ASSERT_TRUE(exchange(*g, kMacG, *peer, kMacPeer, 20, 1000));
   EXPECT_TRUE(wait_until([&] { return daemon().open_fds() == before; }))
       << "xdpvhostd had " << before << " fds open before, " << daemon().open_fds() << " after:\n"
-      << ::testing::PrintToString(before_list) << "\n" << ::testing::PrintToString(daemon().fd_targets());
+      << ::testing::PrintToString(before_list) << "\n"
+      << ::testing::PrintToString(daemon().fd_targets());
 }
 
 }  // namespace

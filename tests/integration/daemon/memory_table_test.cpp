@@ -69,7 +69,8 @@ TEST_F(MemoryTable, RegionLargerThanItsFdNeverKillsTheDaemon) {
       }
     }));
   }
-  ASSERT_TRUE(daemon().running()) << "BUG: xdpvhostd died (status " << daemon().exit_status().value_or(-1)
+  ASSERT_TRUE(daemon().running()) << "BUG: xdpvhostd died (status "
+                                  << daemon().exit_status().value_or(-1)
                                   << ") after a SET_MEM_TABLE region larger than its fd";
   EXPECT_TRUE(exchange(*a, kMacA, *b, kMacB, 10, 0));
 }
@@ -93,8 +94,8 @@ TEST_F(MemoryTable, RingBeyondTheEndOfTheFdNeverKillsTheDaemon) {
   const auto& r0 = vm->memory().regions()[0];
   const vu::MemoryRegion big{r0.guest_phys_addr, 2 * r0.size, r0.user_addr, r0.mmap_offset};
   const int fd = vm->memory().fd();
-  const auto ack = ch.send_raw_await_ack(vu::to_u32(vu::Request::kSetMemTable), one_region_table(big),
-                                         {&fd, 1});
+  const auto ack =
+      ch.send_raw_await_ack(vu::to_u32(vu::Request::kSetMemTable), one_region_table(big), {&fd, 1});
   ASSERT_TRUE(ack.has_value()) << ch.last_error();
   if (*ack == 0) {
     // A TX ring whose used ring lies beyond the end of the memfd: the daemon
@@ -122,8 +123,9 @@ TEST_F(MemoryTable, RingBeyondTheEndOfTheFdNeverKillsTheDaemon) {
       }
     }));
   }
-  ASSERT_TRUE(daemon().running()) << "BUG: xdpvhostd died (status " << daemon().exit_status().value_or(-1)
-                                  << ") starting a ring that lies beyond the end of its region's fd";
+  ASSERT_TRUE(daemon().running())
+      << "BUG: xdpvhostd died (status " << daemon().exit_status().value_or(-1)
+      << ") starting a ring that lies beyond the end of its region's fd";
   EXPECT_TRUE(exchange(*a, kMacA, *b, kMacB, 10, 0));
 }
 

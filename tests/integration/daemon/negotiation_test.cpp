@@ -14,9 +14,9 @@
 namespace xdpvhost::integration {
 namespace {
 
-using virtio::Feature;
 using fe::vhost_user::ProtocolFeature;
 using fe::vhost_user::Request;
+using virtio::Feature;
 namespace vu = fe::vhost_user;
 
 std::string hex(std::uint64_t v) {
@@ -35,13 +35,15 @@ TEST_F(Negotiation, OffersWhatALinuxGuestUsesAndNoSegmentationOffload) {
   for (Feature f : {Feature::kVersion1, Feature::kNetMrgRxbuf, Feature::kRingEventIdx,
                     Feature::kRingIndirectDesc, Feature::kNetCsum, Feature::kNetGuestCsum,
                     Feature::kVhostUserProtocolFeatures, Feature::kAnyLayout})
-    EXPECT_TRUE(virtio::has(offered, f)) << "feature bit " << static_cast<unsigned>(f) << " not offered";
+    EXPECT_TRUE(virtio::has(offered, f))
+        << "feature bit " << static_cast<unsigned>(f) << " not offered";
   // Frames are never segmented: no TSO/UFO either way.
-  for (Feature f : {Feature::kNetHostTso4, Feature::kNetHostTso6, Feature::kNetHostUfo,
-                    Feature::kNetGuestTso4, Feature::kNetGuestTso6, Feature::kNetGuestUfo,
-                    Feature::kNetGuestEcn, Feature::kNetHostEcn, Feature::kRingPacked,
-                    Feature::kNetCtrlVq, Feature::kNetMq})
-    EXPECT_FALSE(virtio::has(offered, f)) << "feature bit " << static_cast<unsigned>(f) << " offered";
+  for (Feature f :
+       {Feature::kNetHostTso4, Feature::kNetHostTso6, Feature::kNetHostUfo, Feature::kNetGuestTso4,
+        Feature::kNetGuestTso6, Feature::kNetGuestUfo, Feature::kNetGuestEcn, Feature::kNetHostEcn,
+        Feature::kRingPacked, Feature::kNetCtrlVq, Feature::kNetMq})
+    EXPECT_FALSE(virtio::has(offered, f))
+        << "feature bit " << static_cast<unsigned>(f) << " offered";
   EXPECT_TRUE(vu::has(g->offered_protocol_features(), ProtocolFeature::kReplyAck));
   EXPECT_TRUE(vu::has(g->acked_protocol_features(), ProtocolFeature::kReplyAck));
   // BACKEND_REQ and CONFIGURE_MEM_SLOTS are not offered (their messages are unsupported).
@@ -71,14 +73,35 @@ TEST_F(Negotiation, QemuSequenceIsAcceptedMessageByMessage) {
   // features this backend offers (REPLY_ACK, STATUS, ...).
   std::vector<std::string> names;
   for (const auto& s : a->channel().sent()) names.push_back(vu::request_name(s.request));
-  const std::vector<std::string> expected{
-      "GET_FEATURES", "GET_PROTOCOL_FEATURES", "SET_PROTOCOL_FEATURES", "SET_OWNER",
-      "GET_FEATURES", "SET_VRING_CALL", "SET_VRING_ERR", "SET_VRING_CALL", "SET_VRING_ERR",
-      "SET_VRING_ENABLE", "SET_VRING_ENABLE", "SET_VRING_ENABLE", "SET_VRING_ENABLE",
-      "SET_FEATURES", "GET_STATUS", "SET_STATUS", "SET_MEM_TABLE",
-      "SET_VRING_NUM", "SET_VRING_BASE", "SET_VRING_ADDR", "SET_VRING_KICK", "SET_VRING_CALL",
-      "SET_VRING_NUM", "SET_VRING_BASE", "SET_VRING_ADDR", "SET_VRING_KICK", "SET_VRING_CALL",
-      "GET_STATUS", "SET_STATUS"};
+  const std::vector<std::string> expected{"GET_FEATURES",
+                                          "GET_PROTOCOL_FEATURES",
+                                          "SET_PROTOCOL_FEATURES",
+                                          "SET_OWNER",
+                                          "GET_FEATURES",
+                                          "SET_VRING_CALL",
+                                          "SET_VRING_ERR",
+                                          "SET_VRING_CALL",
+                                          "SET_VRING_ERR",
+                                          "SET_VRING_ENABLE",
+                                          "SET_VRING_ENABLE",
+                                          "SET_VRING_ENABLE",
+                                          "SET_VRING_ENABLE",
+                                          "SET_FEATURES",
+                                          "GET_STATUS",
+                                          "SET_STATUS",
+                                          "SET_MEM_TABLE",
+                                          "SET_VRING_NUM",
+                                          "SET_VRING_BASE",
+                                          "SET_VRING_ADDR",
+                                          "SET_VRING_KICK",
+                                          "SET_VRING_CALL",
+                                          "SET_VRING_NUM",
+                                          "SET_VRING_BASE",
+                                          "SET_VRING_ADDR",
+                                          "SET_VRING_KICK",
+                                          "SET_VRING_CALL",
+                                          "GET_STATUS",
+                                          "SET_STATUS"};
   EXPECT_EQ(names, expected);
   for (const auto& s : a->channel().sent()) {
     if (s.request == vu::to_u32(Request::kSetMemTable)) {
@@ -175,7 +198,8 @@ TEST_F(Negotiation, PortMtuIsOfferedToTheGuest) {
   EXPECT_TRUE(virtio::has(g->offered_features(), Feature::kNetMtu))
       << "BUG: VIRTIO_NET_F_MTU not offered for a port with \"mtu\": 9000";
   bool mtu_sent = false;
-  for (const auto& s : g->channel().sent()) mtu_sent = mtu_sent || s.request == vu::to_u32(Request::kNetSetMtu);
+  for (const auto& s : g->channel().sent())
+    mtu_sent = mtu_sent || s.request == vu::to_u32(Request::kNetSetMtu);
   EXPECT_TRUE(mtu_sent) << "NET_SET_MTU was never sent (it needs VIRTIO_NET_F_MTU)";
 }
 

@@ -41,7 +41,9 @@ std::function<bool(fe::DriverQueue&)> opt(F f) {
 std::vector<Corruption> corruptions() {
   using fe::OutsideMemory;
   auto outside = [](OutsideMemory where) {
-    return [where](fe::DriverQueue& q) { return fe::publish_address_outside_memory(q, where).has_value(); };
+    return [where](fe::DriverQueue& q) {
+      return fe::publish_address_outside_memory(q, where).has_value();
+    };
   };
   return {
       {"DescriptorLoop", opt(fe::publish_descriptor_loop), "descriptor_loop", "descriptor_loop"},
@@ -58,9 +60,10 @@ std::vector<Corruption> corruptions() {
        "indirect_length", "indirect_length"},
       {"IndirectTableOutsideMemory", opt(fe::publish_indirect_table_outside_memory),
        "buffer_out_of_range", "buffer_out_of_range"},
-      {"AddressPastEnd", outside(OutsideMemory::kPastEnd), "buffer_out_of_range", "buffer_out_of_range"},
-      {"AddressInHole", outside(OutsideMemory::kInHole), "buffer_out_of_range", "buffer_out_of_range",
-       true},
+      {"AddressPastEnd", outside(OutsideMemory::kPastEnd), "buffer_out_of_range",
+       "buffer_out_of_range"},
+      {"AddressInHole", outside(OutsideMemory::kInHole), "buffer_out_of_range",
+       "buffer_out_of_range", true},
       {"AddressStraddlesRegionEnd", outside(OutsideMemory::kStraddlesEnd), "buffer_out_of_range",
        "buffer_out_of_range", true},
       {"AddressHugeLength", outside(OutsideMemory::kHugeLength), "buffer_out_of_range",
@@ -81,7 +84,8 @@ std::vector<Corruption> corruptions() {
        "head_out_of_range", "head_out_of_range"},
       {"IndirectWithNext", opt(fe::publish_indirect_with_next), "indirect_with_next",
        "indirect_with_next"},
-      {"NextOutOfRange", opt(fe::publish_next_out_of_range), "next_out_of_range", "next_out_of_range"},
+      {"NextOutOfRange", opt(fe::publish_next_out_of_range), "next_out_of_range",
+       "next_out_of_range"},
       // A writable descriptor followed by a readable one: on a transmit ring
       // the writable one is already wrong, on a receive ring the readable one.
       {"ReadableAfterWritable", opt(fe::publish_readable_after_writable), "unexpected_writable",
@@ -153,7 +157,8 @@ TEST_P(RingCorruption, BreaksOnlyThatQueueUntilTheGuestResetsTheDevice) {
   EXPECT_TRUE(wait_until([&] {
     err_signals += victim->error_signals(static_cast<std::uint16_t>(vring));
     return err_signals > 0;
-  })) << "SET_VRING_ERR eventfd of vring " << vring << " not signalled";
+  })) << "SET_VRING_ERR eventfd of vring "
+      << vring << " not signalled";
   if (!tx) {
     EXPECT_GE(drops("victim", "queue_broken"), 1u) << stats("victim").dump();
   }
@@ -173,7 +178,8 @@ TEST_P(RingCorruption, BreaksOnlyThatQueueUntilTheGuestResetsTheDevice) {
   EXPECT_EQ(port_state("victim"), "broken");
 
   ASSERT_TRUE(victim->reset_and_renegotiate()) << victim->last_error();
-  EXPECT_TRUE(wait_until([&] { return port_state("victim") == "running"; })) << port_get("victim").dump();
+  EXPECT_TRUE(wait_until([&] { return port_state("victim") == "running"; }))
+      << port_get("victim").dump();
   const auto detail = port_get("victim");
   for (const auto& qj : detail.at("queues")) {
     EXPECT_EQ(qj.at("state"), "enabled") << qj.dump();
@@ -199,7 +205,9 @@ struct BadAddress {
   const char* error;
 };
 
-void PrintTo(const BadAddress& b, std::ostream* os) { *os << b.name; }
+void PrintTo(const BadAddress& b, std::ostream* os) {
+  *os << b.name;
+}
 
 class BadRingAddress : public DaemonTest, public ::testing::WithParamInterface<BadAddress> {};
 
@@ -233,7 +241,9 @@ TEST_P(BadRingAddress, BreaksTheQueueUntilTheGuestResetsTheDevice) {
   EXPECT_TRUE(exchange(*victim, kMacVictim, *a, kMacA, 20, 0));
 }
 
-std::uint64_t desc_uva(fe::Frontend& g) { return *g.memory().user_addr_of(g.tx_queue().desc_gpa()); }
+std::uint64_t desc_uva(fe::Frontend& g) {
+  return *g.memory().user_addr_of(g.tx_queue().desc_gpa());
+}
 std::uint64_t memory_end_uva(fe::Frontend& g) {
   const auto& r = g.memory().regions().back();
   return r.user_addr + r.size;
@@ -241,13 +251,15 @@ std::uint64_t memory_end_uva(fe::Frontend& g) {
 
 INSTANTIATE_TEST_SUITE_P(
     Daemon, BadRingAddress,
-    ::testing::Values(
-        BadAddress{"DescriptorTableOutsideMemory", [](fe::Frontend& g) { return memory_end_uva(g) + (1ull << 30); },
-                   "ring_address"},
-        BadAddress{"DescriptorTableStraddlesTheEnd", [](fe::Frontend& g) { return memory_end_uva(g) - 2048; },
-                   "ring_address"},
-        BadAddress{"DescriptorTableMisaligned", [](fe::Frontend& g) { return desc_uva(g) + 8; },
-                   "ring_misaligned"}),
+    ::testing::Values(BadAddress{"DescriptorTableOutsideMemory",
+                                 [](fe::Frontend& g) { return memory_end_uva(g) + (1ull << 30); },
+                                 "ring_address"},
+                      BadAddress{"DescriptorTableStraddlesTheEnd",
+                                 [](fe::Frontend& g) { return memory_end_uva(g) - 2048; },
+                                 "ring_address"},
+                      BadAddress{"DescriptorTableMisaligned",
+                                 [](fe::Frontend& g) { return desc_uva(g) + 8; },
+                                 "ring_misaligned"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // SET_VRING_ERR may come at any time (vhost-user.rst sets no order; the
@@ -265,7 +277,8 @@ TEST_F(ErrorEventfd, ReplacedWhileTheRingRunsIsTheOneSignalled) {
   ASSERT_TRUE(victim && a);
   sys::EventFd replacement;
   victim->channel().set_ack_all(true);
-  ASSERT_TRUE(victim->channel().set_vring_err(1, replacement.get())) << victim->channel().last_error();
+  ASSERT_TRUE(victim->channel().set_vring_err(1, replacement.get()))
+      << victim->channel().last_error();
   victim->channel().set_ack_all(false);
   ASSERT_TRUE(fe::publish_descriptor_loop(victim->tx_queue()));
   victim->tx_queue().notify();

@@ -21,7 +21,8 @@ class ServiceThreads : public DaemonTest, public ::testing::WithParamInterface<i
  protected:
   void SetUp() override {
     DaemonTest::SetUp();
-    start_daemon({port("a", 1, {{"thread", 0}}), port("b", 2, {{"thread", 1}}), port("c", 3, {{"thread", 0}})},
+    start_daemon({port("a", 1, {{"thread", 0}}), port("b", 2, {{"thread", 1}}),
+                  port("c", 3, {{"thread", 0}})},
                  {{"busy_poll_us", GetParam()}}, {{"threads", {{"count", 2}}}});
   }
 };
@@ -103,8 +104,9 @@ TEST_P(ServiceThreads, PingPongAcrossThreadsLosesNothing) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Daemon, ServiceThreads, ::testing::Values(0, 50),
-                         [](const auto& info) { return "BusyPoll" + std::to_string(info.param) + "us"; });
+INSTANTIATE_TEST_SUITE_P(Daemon, ServiceThreads, ::testing::Values(0, 50), [](const auto& info) {
+  return "BusyPoll" + std::to_string(info.param) + "us";
+});
 
 }  // namespace
 }  // namespace xdpvhost::integration

@@ -86,7 +86,8 @@ TEST_F(Switching, UnknownUnicastIsDroppedAndCountedOnTheSender) {
   ASSERT_TRUE(a && b);
   post_rx(*b);
   std::vector<Bytes> lost;
-  for (std::uint32_t i = 0; i < 10; ++i) lost.push_back(numbered_frame(fe::make_mac(0x99), kMacA, i));
+  for (std::uint32_t i = 0; i < 10; ++i)
+    lost.push_back(numbered_frame(fe::make_mac(0x99), kMacA, i));
   ASSERT_TRUE(send_frames(*a, lost));
   ASSERT_TRUE(tx_drained(*a));
   EXPECT_TRUE(wait_until([&] { return drops("a", "unknown_destination") == 10; }))
@@ -122,7 +123,8 @@ TEST_F(Switching, NoRxBufferIsCountedOnTheReceiver) {
     auto more = poll_received(*b);
     got.insert(got.end(), more.begin(), more.end());
     return got.size() + drops("b", "no_rx_buffer") == kFrames;
-  })) << got.size() << " received, " << stats("b").dump();
+  })) << got.size()
+      << " received, " << stats("b").dump();
   std::size_t at = 0;
   for (const auto& f : got) {
     while (at < sent.size() && sent[at] != f.bytes) ++at;
@@ -131,7 +133,8 @@ TEST_F(Switching, NoRxBufferIsCountedOnTheReceiver) {
   }
   EXPECT_EQ(counter("b", "tx_packets"), got.size());
   // And the next frames simply arrive.
-  const std::vector<Bytes> next{numbered_frame(kMacB, kMacA, 5000), numbered_frame(kMacB, kMacA, 5001)};
+  const std::vector<Bytes> next{numbered_frame(kMacB, kMacA, 5000),
+                                numbered_frame(kMacB, kMacA, 5001)};
   ASSERT_TRUE(send_frames(*a, next));
   EXPECT_TRUE(same_frames(next, receive(*b, 2)));
   EXPECT_TRUE(poll_received(*b).empty());
@@ -180,8 +183,10 @@ TEST_F(Switching, NonMergeableGuestGetsOneBufferPerFrameAndTooSmallIsCounted) {
   for (std::uint32_t i = 0; i < 5; ++i) big.push_back(numbered_frame(kMacB, kMacA, i, 600));
   ASSERT_TRUE(send_frames(*a, big));
   ASSERT_TRUE(tx_drained(*a));
-  EXPECT_TRUE(wait_until([&] { return drops("b", "rx_buffer_too_small") == 5; })) << stats("b").dump();
-  const std::vector<Bytes> small{numbered_frame(kMacB, kMacA, 10, 18), numbered_frame(kMacB, kMacA, 11, 60)};
+  EXPECT_TRUE(wait_until([&] { return drops("b", "rx_buffer_too_small") == 5; }))
+      << stats("b").dump();
+  const std::vector<Bytes> small{numbered_frame(kMacB, kMacA, 10, 18),
+                                 numbered_frame(kMacB, kMacA, 11, 60)};
   ASSERT_TRUE(send_frames(*a, small));
   const auto got = receive(*b, 2);
   ASSERT_TRUE(same_frames(small, got));
@@ -204,7 +209,9 @@ struct MatrixCase {
   std::uint32_t slot_size = 16384;
 };
 
-void PrintTo(const MatrixCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const MatrixCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 std::vector<MatrixCase> matrix_cases() {
   std::vector<MatrixCase> v;
@@ -234,8 +241,11 @@ std::vector<MatrixCase> matrix_cases() {
                .rx_size = 700});
   v.push_back({.name = "EverythingOff", .event_idx = false, .indirect = false, .mrg_rxbuf = false});
   v.push_back({.name = "Ring1024", .queue_size = 1024, .slot_size = 4096});
-  v.push_back({.name = "Ring1024EventIdxOffIndirect", .event_idx = false, .tx = {.indirect = true},
-               .queue_size = 1024, .slot_size = 4096});
+  v.push_back({.name = "Ring1024EventIdxOffIndirect",
+               .event_idx = false,
+               .tx = {.indirect = true},
+               .queue_size = 1024,
+               .slot_size = 4096});
   v.push_back({.name = "Ring4", .queue_size = 4});
   v.push_back({.name = "Ring4MergeableSmallBuffers", .rx_size = 512, .queue_size = 4});
   return v;
@@ -265,8 +275,8 @@ TEST_P(FeatureMatrix, FramesBothWays) {
       // The rings really are spread over both regions.
       ASSERT_EQ(g->memory().regions().size(), 2u);
       const std::uint64_t second = g->memory().regions()[1].guest_phys_addr;
-      std::vector<std::uint64_t> rings{g->rx_queue().desc_gpa(), g->rx_queue().avail_gpa(),
-                                       g->rx_queue().used_gpa(), g->tx_queue().desc_gpa(),
+      std::vector<std::uint64_t> rings{g->rx_queue().desc_gpa(),  g->rx_queue().avail_gpa(),
+                                       g->rx_queue().used_gpa(),  g->tx_queue().desc_gpa(),
                                        g->tx_queue().avail_gpa(), g->tx_queue().used_gpa()};
       EXPECT_TRUE(std::any_of(rings.begin(), rings.end(), [&](auto x) { return x >= second; }));
       EXPECT_TRUE(std::any_of(rings.begin(), rings.end(), [&](auto x) { return x < second; }));
@@ -284,9 +294,11 @@ TEST_P(FeatureMatrix, FramesBothWays) {
     ba.push_back(numbered_frame(kMacA, kMacB, 1000 + i, payload));
   }
   // stream() with the case's TX layout.
-  for (auto [from, to, frames] : {std::tuple{a.get(), b.get(), &ab}, std::tuple{b.get(), a.get(), &ba}}) {
+  for (auto [from, to, frames] :
+       {std::tuple{a.get(), b.get(), &ab}, std::tuple{b.get(), a.get(), &ba}}) {
     // Mergeable frames over small buffers take several buffers each.
-    const std::size_t per_round = c.rx_size < 1600 && c.mrg_rxbuf ? std::max<std::size_t>(1, round_size / 7) : round_size;
+    const std::size_t per_round =
+        c.rx_size < 1600 && c.mrg_rxbuf ? std::max<std::size_t>(1, round_size / 7) : round_size;
     for (std::size_t at = 0; at < frames->size(); at += per_round) {
       const std::vector<Bytes> round(
           frames->begin() + static_cast<std::ptrdiff_t>(at),
@@ -326,8 +338,8 @@ TEST_F(Switching, TwoQueuePairsCarryFramesOnEveryQueue) {
   for (const auto& q : detail.at("queues")) EXPECT_EQ(q.at("state"), "enabled") << q.dump();
   post_rx(*a);
   post_rx(*b);
-  for (auto [from, fmac, to, tmac] : {std::tuple{a.get(), kMacA, b.get(), kMacB},
-                                      std::tuple{b.get(), kMacB, a.get(), kMacA}}) {
+  for (auto [from, fmac, to, tmac] :
+       {std::tuple{a.get(), kMacA, b.get(), kMacB}, std::tuple{b.get(), kMacB, a.get(), kMacA}}) {
     std::vector<Bytes> sent;
     std::vector<std::uint64_t> rx_before;
     for (std::uint16_t p = 0; p < 2; ++p) rx_before.push_back(to->net(p).stats().rx_frames);
@@ -342,7 +354,8 @@ TEST_F(Switching, TwoQueuePairsCarryFramesOnEveryQueue) {
     EXPECT_TRUE(same_frames_any_order(sent, got));
     // Flows are spread over both receive queues.
     for (std::uint16_t p = 0; p < 2; ++p)
-      EXPECT_GT(to->net(p).stats().rx_frames, rx_before[p]) << "receive queue pair " << p << " unused";
+      EXPECT_GT(to->net(p).stats().rx_frames, rx_before[p])
+          << "receive queue pair " << p << " unused";
     for (std::uint16_t p = 0; p < 2; ++p) EXPECT_TRUE(tx_drained(*from, p));
   }
 }
@@ -375,8 +388,9 @@ TEST_F(Switching, PartialChecksumsAreCompletedOnlyForGuestsWithoutGuestCsum) {
   // b's buffers are scattered in 41-byte pieces: the UDP checksum field
   // (frame bytes 40-41) straddles two descriptors. Indirect, so that a whole
   // ring of them fits.
-  ASSERT_GE(post_rx(*b, 2048, {.layout = fe::ChainLayout::kScattered, .indirect = true, .chunk = 41}),
-            12u);
+  ASSERT_GE(
+      post_rx(*b, 2048, {.layout = fe::ChainLayout::kScattered, .indirect = true, .chunk = 41}),
+      12u);
   post_rx(*c);
 
   for (const fe::MacAddress& dst : {kMacB, kMacC}) {
@@ -403,8 +417,8 @@ TEST_F(Switching, PartialChecksumsAreCompletedOnlyForGuestsWithoutGuestCsum) {
     }
     for (std::size_t i = 0; i < partial.size(); ++i) {
       // Scattered TX too, with a piece boundary inside the checksum field.
-      ASSERT_TRUE(send_frames(*a, {partial[i]}, 0, {.layout = fe::ChainLayout::kScattered, .chunk = 41},
-                              headers[i]));
+      ASSERT_TRUE(send_frames(*a, {partial[i]}, 0,
+                              {.layout = fe::ChainLayout::kScattered, .chunk = 41}, headers[i]));
     }
     fe::Frontend& to = dst == kMacB ? *b : *c;
     const auto got = receive(to, partial.size());
@@ -416,12 +430,14 @@ TEST_F(Switching, PartialChecksumsAreCompletedOnlyForGuestsWithoutGuestCsum) {
         EXPECT_TRUE(report.ok()) << "frame " << i << ": " << report.problem;
         EXPECT_EQ(got[i].bytes, complete[i]) << "frame " << i;
       } else {
-        EXPECT_EQ(got[i].header.flags & NetHeader::kFlagNeedsCsum, NetHeader::kFlagNeedsCsum) << "frame " << i;
+        EXPECT_EQ(got[i].header.flags & NetHeader::kFlagNeedsCsum, NetHeader::kFlagNeedsCsum)
+            << "frame " << i;
         EXPECT_EQ(got[i].header.csum_start, headers[i].csum_start) << "frame " << i;
         EXPECT_EQ(got[i].header.csum_offset, headers[i].csum_offset) << "frame " << i;
         EXPECT_EQ(got[i].bytes, partial[i]) << "frame " << i;
         Bytes done = got[i].bytes;
-        ASSERT_TRUE(fe::complete_partial_checksum(done, got[i].header.csum_start, got[i].header.csum_offset));
+        ASSERT_TRUE(fe::complete_partial_checksum(done, got[i].header.csum_start,
+                                                  got[i].header.csum_offset));
         EXPECT_EQ(done, complete[i]) << "frame " << i;
       }
     }
@@ -481,7 +497,8 @@ TEST_F(Switching, SegmentationOffloadHeadersAreDroppedAsMalformed) {
 }
 
 TEST_F(Switching, OversizeRuntAndHairpinFramesAreDroppedByReason) {
-  start_daemon({port("a", 1), port("b", 2), port("j1", 4, {{"mtu", 9000}}), port("j2", 5, {{"mtu", 9000}})});
+  start_daemon(
+      {port("a", 1), port("b", 2), port("j1", 4, {{"mtu", 9000}}), port("j2", 5, {{"mtu", 9000}})});
   auto a = connect_guest("a");
   auto b = connect_guest("b");
   auto j1 = connect_guest("j1");
@@ -535,7 +552,8 @@ TEST_F(Switching, DisablingAQueuePairMovesTrafficToTheOthersAndBack) {
   EXPECT_TRUE(same_frames(sent, receive(*b, sent.size())));
   EXPECT_EQ(b->net(1).stats().rx_frames, before1) << "a disabled receive queue got frames";
   // Frames b queues on the disabled pair wait there...
-  const std::vector<Bytes> waiting{numbered_frame(kMacA, kMacB, 1), numbered_frame(kMacA, kMacB, 2)};
+  const std::vector<Bytes> waiting{numbered_frame(kMacA, kMacB, 1),
+                                   numbered_frame(kMacA, kMacB, 2)};
   for (const auto& f : waiting) ASSERT_TRUE(b->net(1).send_frame(f));
   EXPECT_TRUE(poll_received(*a).empty());
   // ...until the pair is on again, from where it stopped.
@@ -544,7 +562,8 @@ TEST_F(Switching, DisablingAQueuePairMovesTrafficToTheOthersAndBack) {
   b->tx_queue(1).notify();
   EXPECT_TRUE(same_frames_any_order(waiting, receive(*a, waiting.size())));
   std::vector<Bytes> again;
-  for (std::uint32_t i = 0; i < 100; ++i) again.push_back(numbered_frame(kMacB, kMacA, 7 + i * 13, 80));
+  for (std::uint32_t i = 0; i < 100; ++i)
+    again.push_back(numbered_frame(kMacB, kMacA, 7 + i * 13, 80));
   ASSERT_TRUE(send_frames(*a, again));
   EXPECT_TRUE(same_frames_any_order(again, receive(*b, again.size())));
   EXPECT_GT(b->net(1).stats().rx_frames, before1);

@@ -15,14 +15,18 @@ using namespace std::chrono_literals;
 const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
 const Ipv4Address kPeerIp = parse_ipv4_text(UplinkLab::kPeerIp);
 
-std::uint64_t u(const json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
+std::uint64_t u(const json& j, const char* key) {
+  return j.at(key).get<std::uint64_t>();
+}
 
 class BackPressure : public UplinkTest {};
 
 TEST_F(BackPressure, TxFloodIsHeldBackNotDroppedAndASecondPortIsServed) {
-  ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(json::array({uplink_config({{"tx_inflight_max", 64}})}),
-                                                     json::array({port_config(kPmd), port_config(kVm2)}))));
-  EXPECT_EQ(call("tunables.get", {{"uplink", "up0"}}).at("tunables").value("tx_inflight_max", 0u), 64u);
+  ASSERT_NO_FATAL_FAILURE(
+      start_daemon(daemon_config(json::array({uplink_config({{"tx_inflight_max", 64}})}),
+                                 json::array({port_config(kPmd), port_config(kVm2)}))));
+  EXPECT_EQ(call("tunables.get", {{"uplink", "up0"}}).at("tunables").value("tx_inflight_max", 0u),
+            64u);
   std::unique_ptr<FrontendGuest> vm2;
   ASSERT_NO_FATAL_FAILURE(connect_guest(vm2, kVm2));
   ASSERT_NO_FATAL_FAILURE(peer_neighbour(kVm2));
@@ -35,19 +39,24 @@ TEST_F(BackPressure, TxFloodIsHeldBackNotDroppedAndASecondPortIsServed) {
   const json up0 = uplink_stats(), vm2_0 = port_stats(kVm2.name);
 
   std::unique_ptr<TestpmdGuest> pmd;
-  ASSERT_NO_FATAL_FAILURE(start_testpmd(
-      pmd, kPmd, "txonly",
-      {std::string("--eth-peer=0,") + UplinkLab::kPeerMac, std::string("--tx-ip=") + kPmd.ip + "," + UplinkLab::kPeerIp,
-       "--tx-udp=9000,7003", "--txpkts=64"}));
+  ASSERT_NO_FATAL_FAILURE(
+      start_testpmd(pmd, kPmd, "txonly",
+                    {std::string("--eth-peer=0,") + UplinkLab::kPeerMac,
+                     std::string("--tx-ip=") + kPmd.ip + "," + UplinkLab::kPeerIp,
+                     "--tx-udp=9000,7003", "--txpkts=64"}));
 
   // While the flood runs: the second guest pings the peer and exchanges UDP,
   // and the control socket answers.
   const auto flood_until = std::chrono::steady_clock::now() + 2s;
   int replies = 0;
   for (std::uint16_t seq = 1; seq <= 20; ++seq) {
-    ASSERT_TRUE(vm2->send(vm2->echo_request(kPeerMac, kPeerIp, 0x99, seq, testing::payload_pattern(56, seq))));
-    if (vm2->pump_until([&](const PacketView& v) { return v.icmp && v.icmp_type == 0 && v.icmp_id == 0x99 && v.icmp_seq == seq; },
-                        1, 5s))
+    ASSERT_TRUE(vm2->send(
+        vm2->echo_request(kPeerMac, kPeerIp, 0x99, seq, testing::payload_pattern(56, seq))));
+    if (vm2->pump_until(
+            [&](const PacketView& v) {
+              return v.icmp && v.icmp_type == 0 && v.icmp_id == 0x99 && v.icmp_seq == seq;
+            },
+            1, 5s))
       ++replies;
     EXPECT_FALSE(call("status").is_null());
   }
@@ -61,19 +70,23 @@ TEST_F(BackPressure, TxFloodIsHeldBackNotDroppedAndASecondPortIsServed) {
   // testpmd's port is still up: the daemon takes what is left on its ring.
   wait_for([&] { return u(port_stats(kPmd.name), "rx_packets") >= c.tx; });
   const std::uint64_t vm2_done = u(port_stats(kVm2.name), "rx_packets") - u(vm2_0, "rx_packets");
-  wait_for([&] { return u(uplink_stats(), "tx_packets") - u(up0, "tx_packets") >= c.tx + vm2_done; });
+  wait_for(
+      [&] { return u(uplink_stats(), "tx_packets") - u(up0, "tx_packets") >= c.tx + vm2_done; });
   const json up1 = uplink_stats();
   const LinkCounters node1 = lab_.node_link();
   const json p1 = port_stats(kPmd.name), vm2_1 = port_stats(kVm2.name);
   const std::uint64_t vm2_sent = u(vm2_1, "rx_packets") - u(vm2_0, "rx_packets");
   const std::uint64_t uplink_sent = u(up1, "tx_packets") - u(up0, "tx_packets");
-  std::cout << "flood: testpmd handed over " << c.tx << " (dropped in testpmd for a full ring: " << c.tx_dropped
-            << "), uplink sent " << uplink_sent << ", veth sent " << node1.tx_packets - node0.tx_packets
+  std::cout << "flood: testpmd handed over " << c.tx
+            << " (dropped in testpmd for a full ring: " << c.tx_dropped << "), uplink sent "
+            << uplink_sent << ", veth sent " << node1.tx_packets - node0.tx_packets
             << ", veth dropped " << node1.tx_dropped - node0.tx_dropped << "\n";
 
   EXPECT_GT(c.tx, 10000u) << "not much of a flood";
-  EXPECT_GT(c.tx_dropped, 0u) << "testpmd never found its ring full: the daemon did not hold it back";
-  EXPECT_EQ(u(up1.at("drops"), "uplink_tx_full"), 0u) << "unicast dropped instead of held back: " << up1.dump();
+  EXPECT_GT(c.tx_dropped, 0u)
+      << "testpmd never found its ring full: the daemon did not hold it back";
+  EXPECT_EQ(u(up1.at("drops"), "uplink_tx_full"), 0u)
+      << "unicast dropped instead of held back: " << up1.dump();
   EXPECT_EQ(u(during.at("drops"), "uplink_tx_full"), 0u);
   EXPECT_EQ(total(up1.at("drops")), 0u) << up1.dump();
   EXPECT_EQ(total(p1.at("drops")), 0u) << p1.dump();
@@ -81,7 +94,8 @@ TEST_F(BackPressure, TxFloodIsHeldBackNotDroppedAndASecondPortIsServed) {
   // left the node's veth (or that veth dropped and counted).
   EXPECT_EQ(u(p1, "rx_packets"), c.tx);
   EXPECT_EQ(uplink_sent, c.tx + vm2_sent);
-  EXPECT_EQ((node1.tx_packets - node0.tx_packets) + (node1.tx_dropped - node0.tx_dropped), uplink_sent);
+  EXPECT_EQ((node1.tx_packets - node0.tx_packets) + (node1.tx_dropped - node0.tx_dropped),
+            uplink_sent);
   EXPECT_EQ(u(up1, "tx_invalid_descs"), 0u);
 }
 

@@ -31,7 +31,8 @@ TEST_F(BusyPoll, NapiBusyPollOnAndOffAtRunTime) {
   EXPECT_EQ(q.value("napi_id", 99u), 0u);
   EXPECT_EQ(q.at("napi_busy_poll").value("active", true), false)
       << "active without a NAPI id: nothing can be busy-polled";
-  EXPECT_NE(q.at("napi_busy_poll").value("reason", "").find("napi id"), std::string::npos) << q.dump();
+  EXPECT_NE(q.at("napi_busy_poll").value("reason", "").find("napi id"), std::string::npos)
+      << q.dump();
   std::cout << "napi_busy_poll on, veth: " << q.at("napi_busy_poll").dump() << "\n";
 
   set = call("tunables.set", {{"uplink", "up0"}, {"napi_busy_poll", false}});
@@ -42,7 +43,8 @@ TEST_F(BusyPoll, NapiBusyPollOnAndOffAtRunTime) {
 }
 
 TEST_F(BusyPoll, NapiBusyPollRequestedInTheConfig) {
-  ASSERT_NO_FATAL_FAILURE(start_with_guest(vm1_, json{{"napi_busy_poll", true}, {"busy_poll_budget", 16}}));
+  ASSERT_NO_FATAL_FAILURE(
+      start_with_guest(vm1_, json{{"napi_busy_poll", true}, {"busy_poll_budget", 16}}));
   EXPECT_EQ(napi().value("requested", false), true) << napi().dump();
   EXPECT_EQ(napi().value("active", true), false) << napi().dump();
   ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1, 200));
@@ -55,11 +57,13 @@ TEST_F(BusyPoll, EventModeAndFiftyMicroseconds) {
     const json set = call("tunables.set", {{"busy_poll_us", us}});
     ASSERT_FALSE(set.is_null());
     EXPECT_EQ(set.at("tunables").value("busy_poll_us", 999u), us) << set.dump();
-    ASSERT_TRUE(wait_for([&] { return call("status").at("threads").at(0).value("busy_poll_us", 999u) == us; }));
+    ASSERT_TRUE(wait_for(
+        [&] { return call("status").at("threads").at(0).value("busy_poll_us", 999u) == us; }));
     ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1, 300));
     // Idle, the thread goes to sleep in either mode.
-    EXPECT_TRUE(wait_for([&] { return call("status").at("threads").at(0).value("state", "") == "sleeping"; }))
-        << call("status").at("threads").dump();
+    EXPECT_TRUE(wait_for([&] {
+      return call("status").at("threads").at(0).value("state", "") == "sleeping";
+    })) << call("status").at("threads").dump();
   }
 }
 

@@ -41,7 +41,8 @@ class Checksums : public UplinkTest {
     ASSERT_NO_FATAL_FAILURE(peer_neighbour(kVm1));
   }
 
-  std::vector<std::uint8_t> tcp_to_peer(std::uint16_t dst_port, std::uint32_t seq, std::size_t payload) {
+  std::vector<std::uint8_t> tcp_to_peer(std::uint16_t dst_port, std::uint32_t seq,
+                                        std::size_t payload) {
     testing::TcpFrameSpec s;
     s.dst_mac = kPeerMac;
     s.src_mac = vm1_->mac();
@@ -74,18 +75,23 @@ TEST_F(Checksums, GuestNeedsCsumUdpLeavesTheUplinkWithCorrectChecksums) {
   ASSERT_TRUE(vm1_->send(bad));
   // Linux verifies a UDP checksum when the datagram is read (udp_recvmsg):
   // the bad one is dropped there and counted.
-  ASSERT_TRUE(wait_for([&] {
-    EXPECT_FALSE(sink->receive(20).has_value()) << "a datagram with a bad checksum was delivered";
-    return delta(lab_.peer_snmp(), s0, "Udp.InCsumErrors") == 1;
-  }, 5s)) << "the peer does not verify UDP checksums here: the test below would prove nothing";
+  ASSERT_TRUE(wait_for(
+      [&] {
+        EXPECT_FALSE(sink->receive(20).has_value())
+            << "a datagram with a bad checksum was delivered";
+        return delta(lab_.peer_snmp(), s0, "Udp.InCsumErrors") == 1;
+      },
+      5s))
+      << "the peer does not verify UDP checksums here: the test below would prove nothing";
 
   // NEEDS_CSUM frames of many lengths (odd ones too).
   const SnmpCounters s1 = lab_.peer_snmp();
   const json vm0 = port_stats("vm1");
   constexpr int kCount = 200;
   for (int i = 0; i < kCount; ++i) {
-    auto frame = vm1_->udp_to(kPeerMac, kPeerIp, 5000, 7001,
-                              testing::payload_pattern(1 + (i * 71) % 1472, static_cast<std::uint32_t>(i)));
+    auto frame =
+        vm1_->udp_to(kPeerMac, kPeerIp, 5000, 7001,
+                     testing::payload_pattern(1 + (i * 71) % 1472, static_cast<std::uint32_t>(i)));
     const auto header = testing::make_checksum_partial(frame);
     ASSERT_TRUE(header.has_value());
     ASSERT_TRUE(vm1_->send(frame, header));
@@ -97,7 +103,8 @@ TEST_F(Checksums, GuestNeedsCsumUdpLeavesTheUplinkWithCorrectChecksums) {
     got.push_back(std::move(*d));
   }
   const SnmpCounters s2 = lab_.peer_snmp();
-  EXPECT_EQ(delta(s2, s1, "Udp.InCsumErrors"), 0u) << "the daemon sent unfinished or wrong UDP checksums";
+  EXPECT_EQ(delta(s2, s1, "Udp.InCsumErrors"), 0u)
+      << "the daemon sent unfinished or wrong UDP checksums";
   EXPECT_EQ(delta(s2, s1, "Udp.InDatagrams"), static_cast<std::uint64_t>(kCount));
   ASSERT_EQ(got.size(), static_cast<std::size_t>(kCount));
   for (int i = 0; i < kCount; ++i) {
@@ -111,7 +118,9 @@ TEST_F(Checksums, GuestNeedsCsumUdpLeavesTheUplinkWithCorrectChecksums) {
 }
 
 TEST_F(Checksums, GuestNeedsCsumTcpLeavesTheUplinkWithCorrectChecksums) {
-  auto is_rst = [](const PacketView& v) { return v.tcp && (v.tcp_flags & 0x04) && v.ip_src == kPeerIp; };
+  auto is_rst = [](const PacketView& v) {
+    return v.tcp && (v.tcp_flags & 0x04) && v.ip_src == kPeerIp;
+  };
   // Control: a wrong TCP checksum is counted and not answered.
   const SnmpCounters s0 = lab_.peer_snmp();
   auto bad = tcp_to_peer(7009, 1000, 100);
@@ -136,7 +145,8 @@ TEST_F(Checksums, GuestNeedsCsumTcpLeavesTheUplinkWithCorrectChecksums) {
   }
   EXPECT_TRUE(vm1_->pump_until(is_rst, kCount)) << vm1_->count(is_rst) << " RSTs of " << kCount;
   const SnmpCounters s2 = lab_.peer_snmp();
-  EXPECT_EQ(delta(s2, s1, "Tcp.InCsumErrors"), 0u) << "the daemon sent unfinished or wrong TCP checksums";
+  EXPECT_EQ(delta(s2, s1, "Tcp.InCsumErrors"), 0u)
+      << "the daemon sent unfinished or wrong TCP checksums";
   EXPECT_EQ(delta(s2, s1, "Tcp.InSegs"), static_cast<std::uint64_t>(kCount));
   EXPECT_EQ(delta(s2, s1, "Tcp.OutRsts"), static_cast<std::uint64_t>(kCount));
 }
@@ -163,8 +173,8 @@ Arrival describe(const testing::ReceivedFrame& f) {
   std::vector<std::uint8_t> copy = f.bytes;
   const PacketView v = PacketView::parse(copy);
   if (testing::make_checksum_partial(copy)) {
-    const std::uint16_t pseudo = static_cast<std::uint16_t>(copy[v.l4_offset + (v.udp ? 6 : 16)] << 8 |
-                                                            copy[v.l4_offset + (v.udp ? 7 : 17)]);
+    const std::uint16_t pseudo = static_cast<std::uint16_t>(
+        copy[v.l4_offset + (v.udp ? 6 : 16)] << 8 | copy[v.l4_offset + (v.udp ? 7 : 17)]);
     a.field_is_pseudo_header_sum = pseudo == v.l4_checksum;
   }
   return a;
@@ -174,7 +184,10 @@ class PeerChecksumOffload : public Checksums {
  protected:
   void peer_tx_offload(bool on) {
     std::string out;
-    ASSERT_EQ(lab_.in_peer(std::string("ethtool -K ") + UplinkLab::kPeerIf + " tx " + (on ? "on" : "off"), &out), 0)
+    ASSERT_EQ(
+        lab_.in_peer(std::string("ethtool -K ") + UplinkLab::kPeerIf + " tx " + (on ? "on" : "off"),
+                     &out),
+        0)
         << out;
   }
 
@@ -192,11 +205,15 @@ class PeerChecksumOffload : public Checksums {
     to.sin_family = AF_INET;
     to.sin_port = htons(8080);
     ::inet_pton(AF_INET, kVm1.ip, &to.sin_addr);
-    (void)::connect(tcp.get(), reinterpret_cast<sockaddr*>(&to), sizeof to);  // EINPROGRESS: SYN sent
+    (void)::connect(tcp.get(), reinterpret_cast<sockaddr*>(&to),
+                    sizeof to);  // EINPROGRESS: SYN sent
     vm1_->set_answer_icmp(false);
     auto is_udp = [](const PacketView& v) { return v.udp && v.dst_port == 7000; };
-    auto is_syn = [](const PacketView& v) { return v.tcp && v.dst_port == 8080 && (v.tcp_flags & 0x02); };
-    ASSERT_TRUE(vm1_->pump(5s, [&] { return vm1_->count(is_udp) >= 1 && vm1_->count(is_syn) >= 1; }))
+    auto is_syn = [](const PacketView& v) {
+      return v.tcp && v.dst_port == 8080 && (v.tcp_flags & 0x02);
+    };
+    ASSERT_TRUE(
+        vm1_->pump(5s, [&] { return vm1_->count(is_udp) >= 1 && vm1_->count(is_syn) >= 1; }))
         << "udp " << vm1_->count(is_udp) << " syn " << vm1_->count(is_syn);
     for (const auto& f : vm1_->received()) {
       const PacketView v = PacketView::parse(f.bytes);
@@ -230,8 +247,9 @@ TEST_F(PeerChecksumOffload, WithPeerTxOffloadOnTheGuestGetsUnfinishedChecksumsWi
   ASSERT_NO_FATAL_FAILURE(receive_udp_and_syn(udp, syn));
   for (const Arrival* a : {&udp, &syn}) {
     const char* what = a == &udp ? "UDP datagram" : "TCP SYN";
-    EXPECT_FALSE(a->verifies) << what << ": the checksum is complete now -- the daemon completes "
-                                         "CHECKSUM_PARTIAL frames; update this test";
+    EXPECT_FALSE(a->verifies) << what
+                              << ": the checksum is complete now -- the daemon completes "
+                                 "CHECKSUM_PARTIAL frames; update this test";
     EXPECT_TRUE(a->field_is_pseudo_header_sum) << what << ": " << a->problem;
     EXPECT_EQ(a->header_flags, 0) << what << ": the virtio-net header flags changed";
   }

@@ -54,7 +54,8 @@ RpcReply ControlClient::call(const std::string& method, const json& params) {
   const auto deadline = Clock::now() + timeout_;
   std::size_t eol;
   while ((eol = pending_.find('\n')) == std::string::npos) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       reply.error_message = "no reply to " + method + " within the timeout";
       fd_.reset();

@@ -10,15 +10,16 @@
 namespace xdpvhost::uplink_test {
 
 struct RpcReply {
-  bool ok = false;              // a result came back
-  nlohmann::json result;        // the result, or null
-  int error_code = 0;           // the JSON-RPC error code, 0 on success
-  std::string error_message;    // the error's message, or why there was no reply
+  bool ok = false;            // a result came back
+  nlohmann::json result;      // the result, or null
+  int error_code = 0;         // the JSON-RPC error code, 0 on success
+  std::string error_message;  // the error's message, or why there was no reply
 };
 
 class ControlClient {
  public:
-  explicit ControlClient(std::string path, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  explicit ControlClient(std::string path,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10));
   RpcReply call(const std::string& method, const nlohmann::json& params = nlohmann::json::object());
 
  private:

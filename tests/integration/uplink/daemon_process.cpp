@@ -53,7 +53,8 @@ bool DaemonProcess::start(json config, std::string& error, std::chrono::millisec
     ::dup2(log_fd, 2);
     const int devnull = ::open("/dev/null", O_RDONLY);
     ::dup2(devnull, 0);
-    std::vector<std::string> args{"ip", "netns", "exec", netns_, XDPVHOSTD_BINARY, "--config", config_path};
+    std::vector<std::string> args{"ip",       "netns",    "exec", netns_, XDPVHOSTD_BINARY,
+                                  "--config", config_path};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -16,7 +16,8 @@ TEST_F(DaemonRestart, SigkillThenRestartRemovesTheStaleProgramAndTrafficResumes)
   auto vm1 = std::make_unique<FrontendGuest>(socket_path("vm1"), parse_mac_text(kVm1.mac),
                                              parse_ipv4_text(kVm1.ip), testing::Role::kServer);
   vm1->listen();
-  const json config = daemon_config(json::array({uplink_config()}), json::array({port_config(kVm1, "client")}));
+  const json config =
+      daemon_config(json::array({uplink_config()}), json::array({port_config(kVm1, "client")}));
   ASSERT_NO_FATAL_FAILURE(start_daemon(config));
   std::string error;
   ASSERT_TRUE(vm1->start(error)) << error;
@@ -26,15 +27,17 @@ TEST_F(DaemonRestart, SigkillThenRestartRemovesTheStaleProgramAndTrafficResumes)
   daemon_->kill();
   const auto stale = lab_.node_xdp_programs();
   ASSERT_EQ(stale.size(), 1u);
-  EXPECT_EQ(stale[0].name, "xdpvhost_steer") << "after SIGKILL the program stays: nothing detached it";
+  EXPECT_EQ(stale[0].name, "xdpvhost_steer")
+      << "after SIGKILL the program stays: nothing detached it";
 
   ASSERT_NO_FATAL_FAILURE(start_daemon(config));
   const auto programs = lab_.node_xdp_programs();
   ASSERT_EQ(programs.size(), 1u) << "exactly one xdpvhost program after the restart";
   EXPECT_EQ(programs[0].name, "xdpvhost_steer");
   EXPECT_NE(programs[0].id, stale[0].id) << "the stale program is still the one attached";
-  ASSERT_TRUE(wait_for([&] { return uplink_status().at("queues").at(0).value("bind_mode", "") == "copy"; }))
-      << uplink_status().dump();
+  ASSERT_TRUE(wait_for([&] {
+    return uplink_status().at("queues").at(0).value("bind_mode", "") == "copy";
+  })) << uplink_status().dump();
 
   ASSERT_TRUE(vm1->reconnect(error)) << error;
   ASSERT_TRUE(wait_for([&] { return port_state("vm1") == "running"; })) << port_state("vm1");

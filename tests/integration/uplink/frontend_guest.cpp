@@ -101,8 +101,8 @@ bool FrontendGuest::pump(std::chrono::milliseconds timeout, const std::function<
   }
 }
 
-bool FrontendGuest::pump_until(const std::function<bool(const PacketView&)>& match,
-                               std::size_t n, std::chrono::milliseconds timeout) {
+bool FrontendGuest::pump_until(const std::function<bool(const PacketView&)>& match, std::size_t n,
+                               std::chrono::milliseconds timeout) {
   return pump(timeout, [&] { return count(match) >= n; });
 }
 
@@ -113,8 +113,9 @@ std::size_t FrontendGuest::count(const std::function<bool(const PacketView&)>& m
   return n;
 }
 
-std::vector<std::uint8_t> FrontendGuest::udp_to(const MacAddress& dst_mac, const Ipv4Address& dst_ip,
-                                                std::uint16_t src_port, std::uint16_t dst_port,
+std::vector<std::uint8_t> FrontendGuest::udp_to(const MacAddress& dst_mac,
+                                                const Ipv4Address& dst_ip, std::uint16_t src_port,
+                                                std::uint16_t dst_port,
                                                 std::vector<std::uint8_t> payload) const {
   testing::UdpFrameSpec s;
   s.dst_mac = dst_mac;

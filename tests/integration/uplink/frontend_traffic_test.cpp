@@ -23,8 +23,8 @@ class FrontendTraffic : public UplinkTest {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(UplinkTest::SetUp());
-    ASSERT_NO_FATAL_FAILURE(
-        start_daemon(daemon_config(json::array({uplink_config()}), json::array({port_config(kVm1)}))));
+    ASSERT_NO_FATAL_FAILURE(start_daemon(
+        daemon_config(json::array({uplink_config()}), json::array({port_config(kVm1)}))));
     ASSERT_NO_FATAL_FAILURE(connect_guest(vm1_, kVm1));
   }
 
@@ -107,7 +107,8 @@ TEST_F(FrontendTraffic, PeerArpBroadcastReachesTheGuestAndTheNode) {
   EXPECT_EQ(node_requests, 1u) << "the broadcast at the node's own stack";
 
   const json up1 = uplink_stats(), vm1 = port_stats("vm1");
-  EXPECT_EQ(u(up1, "rx_packets") - u(up0, "rx_packets"), 2u) << "ARP request (flood) + datagram (XDP)";
+  EXPECT_EQ(u(up1, "rx_packets") - u(up0, "rx_packets"), 2u)
+      << "ARP request (flood) + datagram (XDP)";
   EXPECT_EQ(u(vm1, "tx_packets") - u(vm0, "tx_packets"), 2u);
   EXPECT_EQ(u(vm1, "rx_packets") - u(vm0, "rx_packets"), 1u) << "the guest's ARP reply";
   EXPECT_EQ(u(up1, "tx_packets") - u(up0, "tx_packets"), 1u);
@@ -132,7 +133,8 @@ TEST_F(FrontendTraffic, PeerPingsTheGuest) {
   for (int seq = 1; seq <= kCount; ++seq) {
     const std::vector<std::uint8_t> payload(48, static_cast<std::uint8_t>(seq));
     ASSERT_TRUE(icmp->send_echo(kVm1.ip, static_cast<std::uint16_t>(seq), payload));
-    ASSERT_TRUE(vm1_->pump(5s, [&] { return vm1_->echo_replies_sent() == static_cast<std::uint64_t>(seq); }))
+    ASSERT_TRUE(vm1_->pump(
+        5s, [&] { return vm1_->echo_replies_sent() == static_cast<std::uint64_t>(seq); }))
         << "echo request " << seq << " never reached the guest";
     auto r = icmp->receive_reply(5000);
     ASSERT_TRUE(r.has_value()) << "no echo reply " << seq << " at the peer";
@@ -163,8 +165,9 @@ TEST_F(FrontendTraffic, GuestPingsThePeer) {
   const json up0 = uplink_stats(), vm0 = port_stats("vm1");
   constexpr int kCount = 10;
   for (int seq = 1; seq <= kCount; ++seq)
-    ASSERT_TRUE(vm1_->send(vm1_->echo_request(kPeerMac, kPeerIp, 0x77, static_cast<std::uint16_t>(seq),
-                                              testing::payload_pattern(56, static_cast<std::uint32_t>(seq)))));
+    ASSERT_TRUE(vm1_->send(
+        vm1_->echo_request(kPeerMac, kPeerIp, 0x77, static_cast<std::uint16_t>(seq),
+                           testing::payload_pattern(56, static_cast<std::uint32_t>(seq)))));
   auto is_reply = [](const PacketView& v) {
     return v.icmp && v.icmp_type == 0 && v.icmp_id == 0x77 && v.ip_src == kPeerIp;
   };
@@ -178,7 +181,8 @@ TEST_F(FrontendTraffic, GuestPingsThePeer) {
     seen[v.icmp_seq] = true;
     const auto expected = testing::payload_pattern(56, v.icmp_seq);
     EXPECT_TRUE(std::equal(v.payload.begin(), v.payload.end(), expected.begin(), expected.end()));
-    EXPECT_TRUE(testing::verify_checksums(f.bytes).ok()) << testing::verify_checksums(f.bytes).problem;
+    EXPECT_TRUE(testing::verify_checksums(f.bytes).ok())
+        << testing::verify_checksums(f.bytes).problem;
   }
   for (int seq = 1; seq <= kCount; ++seq) {
     EXPECT_TRUE(seen[static_cast<std::size_t>(seq)]) << seq;
@@ -207,8 +211,9 @@ TEST_F(FrontendTraffic, UdpFromThePeerSocketReachesTheGuestIntact) {
   constexpr int kCount = 300;
   auto is_udp = [](const PacketView& v) { return v.udp && v.dst_port == 7000; };
   for (int i = 0; i < kCount; ++i) {
-    ASSERT_TRUE(peer_udp->send_to(kVm1.ip, 7000,
-                                  testing::payload_pattern(18 + (i * 37) % 1400, static_cast<std::uint32_t>(i))));
+    ASSERT_TRUE(peer_udp->send_to(
+        kVm1.ip, 7000,
+        testing::payload_pattern(18 + (i * 37) % 1400, static_cast<std::uint32_t>(i))));
     if (i % 32 == 31) {
       ASSERT_TRUE(vm1_->pump_until(is_udp, static_cast<std::size_t>(i + 1)));
     }
@@ -218,12 +223,14 @@ TEST_F(FrontendTraffic, UdpFromThePeerSocketReachesTheGuestIntact) {
   for (const auto& f : vm1_->received()) {
     const PacketView v = PacketView::parse(f.bytes);
     if (!is_udp(v)) continue;
-    const auto expected = testing::payload_pattern(18 + (i * 37) % 1400, static_cast<std::uint32_t>(i));
+    const auto expected =
+        testing::payload_pattern(18 + (i * 37) % 1400, static_cast<std::uint32_t>(i));
     EXPECT_TRUE(std::equal(v.payload.begin(), v.payload.end(), expected.begin(), expected.end()))
         << "datagram " << i << " (in order)";
     EXPECT_EQ(v.src_port, 6000);
     EXPECT_EQ(v.ip_src, kPeerIp);
-    EXPECT_TRUE(testing::verify_checksums(f.bytes).ok()) << testing::verify_checksums(f.bytes).problem;
+    EXPECT_TRUE(testing::verify_checksums(f.bytes).ok())
+        << testing::verify_checksums(f.bytes).problem;
     ++i;
   }
   EXPECT_EQ(i, kCount);
@@ -249,8 +256,9 @@ TEST_F(FrontendTraffic, UdpFromTheGuestReachesThePeerSocketIntact) {
   const json up0 = uplink_stats(), vm0 = port_stats("vm1");
   constexpr int kCount = 300;
   for (int i = 0; i < kCount; ++i)
-    ASSERT_TRUE(vm1_->send(vm1_->udp_to(kPeerMac, kPeerIp, 5000, 7001,
-                                        testing::payload_pattern(1 + (i * 53) % 1472, static_cast<std::uint32_t>(i)))));
+    ASSERT_TRUE(vm1_->send(vm1_->udp_to(
+        kPeerMac, kPeerIp, 5000, 7001,
+        testing::payload_pattern(1 + (i * 53) % 1472, static_cast<std::uint32_t>(i)))));
   std::vector<Datagram> got;
   while (got.size() < static_cast<std::size_t>(kCount)) {
     auto d = sink->receive(3000);
@@ -293,7 +301,8 @@ TEST_F(FrontendTraffic, NodeAddressAnswersPingWhileGuestTrafficFlows) {
   std::size_t datagrams = 0;
   for (int r = 0; r < kRounds; ++r) {
     for (int i = 0; i < kPerRound; ++i)
-      ASSERT_TRUE(vm1_->send(vm1_->udp_to(kPeerMac, kPeerIp, 5000, 7001, testing::payload_pattern(200, 0))));
+      ASSERT_TRUE(vm1_->send(
+          vm1_->udp_to(kPeerMac, kPeerIp, 5000, 7001, testing::payload_pattern(200, 0))));
     // The node's own address: XDP_PASS to the node's kernel, which answers.
     pings += icmp->ping(UplinkLab::kNodeIp, 1, 3000);
     datagrams += sink->drain().size();

@@ -14,7 +14,9 @@ using namespace std::chrono_literals;
 const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
 const Ipv4Address kPeerIp = parse_ipv4_text(UplinkLab::kPeerIp);
 
-std::uint64_t u(const json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
+std::uint64_t u(const json& j, const char* key) {
+  return j.at(key).get<std::uint64_t>();
+}
 
 class LinkLifecycle : public UplinkTest {
  protected:
@@ -24,7 +26,8 @@ class LinkLifecycle : public UplinkTest {
   // uplink_down drops, wherever the daemon counts them (the uplink's queue
   // port, or the guest port when no uplink queue exists).
   std::uint64_t uplink_down_drops() {
-    return u(uplink_stats().at("drops"), "uplink_down") + u(port_stats("vm1").at("drops"), "uplink_down");
+    return u(uplink_stats().at("drops"), "uplink_down") +
+           u(port_stats("vm1").at("drops"), "uplink_down");
   }
 
   // `count` guest frames to the peer while the uplink cannot send: all
@@ -34,9 +37,11 @@ class LinkLifecycle : public UplinkTest {
     const json up0 = uplink_stats();
     const LinkCounters peer0 = lab_.peer_link();
     for (int i = 0; i < count; ++i)
-      ASSERT_TRUE(vm1_->send(vm1_->udp_to(kPeerMac, kPeerIp, 7100, 7101, testing::payload_pattern(100, 1))));
+      ASSERT_TRUE(vm1_->send(
+          vm1_->udp_to(kPeerMac, kPeerIp, 7100, 7101, testing::payload_pattern(100, 1))));
     ASSERT_TRUE(vm1_->wait_tx_done());
-    EXPECT_TRUE(wait_for([&] { return uplink_down_drops() - drops0 == static_cast<std::uint64_t>(count); }, 3s))
+    EXPECT_TRUE(wait_for(
+        [&] { return uplink_down_drops() - drops0 == static_cast<std::uint64_t>(count); }, 3s))
         << "uplink_down drops: " << uplink_down_drops() - drops0 << " of " << count
         << "; uplink stats " << uplink_stats().dump() << "; port " << port_stats("vm1").dump();
     EXPECT_EQ(u(uplink_stats(), "tx_packets"), u(up0, "tx_packets"));
@@ -52,7 +57,8 @@ TEST_F(LinkLifecycle, AdministrativelyDownThenUp) {
   const pid_t pid = daemon_->pid();
 
   std::string out;
-  ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " down", &out), 0) << out;
+  ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " down", &out), 0)
+      << out;
   ASSERT_TRUE(wait_for([&] { return link() == "down"; })) << uplink_status().dump();
   EXPECT_EQ(call("status").at("uplinks").at(0).value("link", ""), "down");
   ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(10));
@@ -69,7 +75,8 @@ TEST_F(LinkLifecycle, CarrierLostAtThePeerThenBack) {
   ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
 
   std::string out;
-  ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " down", &out), 0) << out;
+  ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " down", &out), 0)
+      << out;
   // veth: the node end stays administratively up, NO-CARRIER, operstate DOWN.
   ASSERT_TRUE(wait_for([&] { return lab_.node_operstate() == "DOWN"; }))
       << "node end: " << lab_.node_operstate();
@@ -99,7 +106,8 @@ TEST_F(LinkLifecycle, DeletedAndCreatedAgain) {
   ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(10));
 
   ASSERT_TRUE(lab_.create_veth(out)) << out;
-  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; })) << uplink_status().dump();
+  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; }))
+      << uplink_status().dump();
   const auto programs = lab_.node_xdp_programs();
   ASSERT_EQ(programs.size(), 1u);
   EXPECT_EQ(programs[0].name, "xdpvhost_steer");
@@ -119,7 +127,8 @@ TEST_F(LinkLifecycle, InterfaceThatAppearsAfterTheDaemonStarted) {
   ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(5));
 
   ASSERT_TRUE(lab_.create_veth(out)) << out;
-  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; })) << uplink_status().dump();
+  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; }))
+      << uplink_status().dump();
   const auto programs = lab_.node_xdp_programs();
   ASSERT_EQ(programs.size(), 1u);
   EXPECT_EQ(programs[0].name, "xdpvhost_steer");

@@ -22,7 +22,9 @@ std::vector<std::uint8_t> raw_frame(const MacAddress& dst, const MacAddress& src
   return testing::build_ethernet(dst, src, kEtherType, payload);
 }
 
-std::uint64_t u(const json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
+std::uint64_t u(const json& j, const char* key) {
+  return j.at(key).get<std::uint64_t>();
+}
 
 class Oversize : public UplinkTest {
  protected:
@@ -59,8 +61,10 @@ TEST_F(Oversize, GuestFrameAboveItsMtuIsDroppedOnItsPort) {
 TEST_F(Oversize, PeerFrameAboveTheGuestsMtuIsDroppedInXdp) {
   // Let the wire carry longer frames than the guests were told about.
   std::string out;
-  ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " mtu 3000", &out), 0) << out;
-  ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " mtu 3000", &out), 0) << out;
+  ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " mtu 3000", &out), 0)
+      << out;
+  ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " mtu 3000", &out), 0)
+      << out;
   ASSERT_TRUE(wait_for([&] { return uplink_status().value("link", "") == "up"; }));
   std::unique_ptr<PacketSocket> peer;
   {
@@ -72,7 +76,8 @@ TEST_F(Oversize, PeerFrameAboveTheGuestsMtuIsDroppedInXdp) {
   // 1519: one byte too long; 1792: the longest a 2048-byte UMEM frame takes;
   // 2500, 3014 (the new wire MTU): would not fit a UMEM frame at all.
   const std::vector<std::size_t> too_long{kLongest + 1, 1792, 2500, 3014};
-  for (std::size_t len : too_long) ASSERT_TRUE(peer->send(raw_frame(vm1_->mac(), kPeerMac, len, 9)));
+  for (std::size_t len : too_long)
+    ASSERT_TRUE(peer->send(raw_frame(vm1_->mac(), kPeerMac, len, 9)));
   ASSERT_TRUE(peer->send(raw_frame(vm1_->mac(), kPeerMac, kLongest, 7)));
   auto is_ours = [](const PacketView& v) { return v.ethertype == kEtherType; };
   ASSERT_TRUE(vm1_->pump_until(is_ours, 1)) << "the longest allowed frame did not reach the guest";
@@ -83,11 +88,15 @@ TEST_F(Oversize, PeerFrameAboveTheGuestsMtuIsDroppedInXdp) {
     EXPECT_EQ(f.bytes.size(), kLongest);
     EXPECT_EQ(f.bytes.back(), 7);
   }
-  ASSERT_TRUE(wait_for([&] {
-    return u(uplink_stats().at("drops"), "xdp_oversize") - u(up0.at("drops"), "xdp_oversize") >= too_long.size();
-  }, 3s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return u(uplink_stats().at("drops"), "xdp_oversize") - u(up0.at("drops"), "xdp_oversize") >=
+               too_long.size();
+      },
+      3s));
   const json vm1 = port_stats("vm1"), up1 = uplink_stats();
-  EXPECT_EQ(u(up1.at("drops"), "xdp_oversize") - u(up0.at("drops"), "xdp_oversize"), too_long.size())
+  EXPECT_EQ(u(up1.at("drops"), "xdp_oversize") - u(up0.at("drops"), "xdp_oversize"),
+            too_long.size())
       << up1.dump();
   // Dropped in XDP, not by the socket (rx_dropped) nor on the port.
   EXPECT_EQ(u(up1, "rx_dropped"), u(up0, "rx_dropped"));
@@ -107,13 +116,16 @@ class Jumbo : public UplinkTest {
  protected:
   void start(std::uint32_t frame_size) {
     std::string out;
-    ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " mtu 3000", &out), 0) << out;
-    ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " mtu 3000", &out), 0) << out;
+    ASSERT_EQ(lab_.in_node(std::string("ip link set ") + UplinkLab::kNodeIf + " mtu 3000", &out), 0)
+        << out;
+    ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " mtu 3000", &out), 0)
+        << out;
     json uplink = uplink_config();
     uplink["frame_size"] = frame_size;
     json port = port_config(kVm1);
     port["mtu"] = 3000;
-    ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(json::array({uplink}), json::array({port}))));
+    ASSERT_NO_FATAL_FAILURE(
+        start_daemon(daemon_config(json::array({uplink}), json::array({port}))));
     ASSERT_NO_FATAL_FAILURE(connect_guest(vm1_, kVm1));
     NetnsScope in(lab_.peer_fd());
     peer_ = std::make_unique<PacketSocket>(UplinkLab::kPeerIf, kEtherType);
@@ -155,7 +167,8 @@ TEST_F(Jumbo, A2048ByteFrameUplinkRefusesAGuestMtuItCannotCarry) {
   EXPECT_FALSE(refused.ok);
   EXPECT_EQ(refused.error_code, -32602) << refused.error_message;
   EXPECT_NE(refused.error_message.find("params.mtu"), std::string::npos) << refused.error_message;
-  EXPECT_NE(refused.error_message.find("frame_size 4096"), std::string::npos) << refused.error_message;
+  EXPECT_NE(refused.error_message.find("frame_size 4096"), std::string::npos)
+      << refused.error_message;
   port["mtu"] = 1774;  // 1774 + 18 = 1792: the largest that fits
   EXPECT_TRUE(daemon_->call("port.add", port).ok);
 }

@@ -89,7 +89,8 @@ Ipv4Address parse_ipv4_text(const std::string& text) {
 
 std::string format_mac(const MacAddress& m) {
   char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
   return buf;
 }
 

@@ -29,7 +29,8 @@ void force_rcvbuf(int fd, int bytes) {
 
 std::uint16_t inet_checksum(const std::uint8_t* data, std::size_t len) {
   std::uint32_t sum = 0;
-  for (std::size_t i = 0; i + 1 < len; i += 2) sum += static_cast<std::uint32_t>(data[i] << 8 | data[i + 1]);
+  for (std::size_t i = 0; i + 1 < len; i += 2)
+    sum += static_cast<std::uint32_t>(data[i] << 8 | data[i + 1]);
   if (len & 1) sum += static_cast<std::uint32_t>(data[len - 1] << 8);
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
   return static_cast<std::uint16_t>(~sum);
@@ -63,13 +64,15 @@ std::optional<Datagram> UdpSocket::receive(int timeout_ms) {
     static thread_local std::uint8_t buf[65536];
     sockaddr_in from{};
     socklen_t len = sizeof from;
-    const ssize_t n = ::recvfrom(fd_.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+    const ssize_t n =
+        ::recvfrom(fd_.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
     if (n >= 0) {
       char ip[INET_ADDRSTRLEN] = {};
       ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
       return Datagram{std::vector<std::uint8_t>(buf, buf + n), ip, ntohs(from.sin_port)};
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return std::nullopt;
     wait_readable(fd_.get(), static_cast<int>(left.count()));
   }
@@ -100,8 +103,8 @@ bool IcmpSocket::send_echo(const std::string& ip, std::uint16_t seq,
   sockaddr_in to{};
   to.sin_family = AF_INET;
   if (::inet_pton(AF_INET, ip.c_str(), &to.sin_addr) != 1) return false;
-  return ::sendto(fd_.get(), req.data(), req.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to) ==
-         static_cast<ssize_t>(req.size());
+  return ::sendto(fd_.get(), req.data(), req.size(), 0, reinterpret_cast<sockaddr*>(&to),
+                  sizeof to) == static_cast<ssize_t>(req.size());
 }
 
 std::optional<EchoReply> IcmpSocket::receive_reply(int timeout_ms) {
@@ -125,7 +128,8 @@ std::optional<EchoReply> IcmpSocket::receive_reply(int timeout_ms) {
       }
       continue;  // someone else's ICMP
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return std::nullopt;
     wait_readable(fd_.get(), static_cast<int>(left.count()));
   }
@@ -139,7 +143,8 @@ int IcmpSocket::ping(const std::string& ip, int count, int timeout_ms) {
     if (!send_echo(ip, seq, payload)) continue;
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (Clock::now() < deadline) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       auto r = receive_reply(static_cast<int>(left.count()));
       if (r && r->seq == seq && r->from_ip == ip && r->payload == payload) {
         ++replies;
@@ -182,7 +187,8 @@ std::vector<std::vector<std::uint8_t>> PacketSocket::receive(std::size_t count, 
     static thread_local std::uint8_t buf[65536];
     sockaddr_ll from{};
     socklen_t len = sizeof from;
-    const ssize_t n = ::recvfrom(fd_.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+    const ssize_t n =
+        ::recvfrom(fd_.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
     if (n >= 0) {
       if (from.sll_pkttype == PACKET_OUTGOING) continue;
       frames.emplace_back(buf, buf + n);

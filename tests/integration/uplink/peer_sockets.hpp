@@ -43,7 +43,8 @@ class IcmpSocket {
  public:
   explicit IcmpSocket(std::uint16_t id);
   bool valid() const noexcept { return fd_.valid(); }
-  bool send_echo(const std::string& ip, std::uint16_t seq, const std::vector<std::uint8_t>& payload);
+  bool send_echo(const std::string& ip, std::uint16_t seq,
+                 const std::vector<std::uint8_t>& payload);
   std::optional<EchoReply> receive_reply(int timeout_ms);
   // Sends `count` requests one after the other, each waiting up to
   // timeout_ms for its reply; returns the replies that came back.

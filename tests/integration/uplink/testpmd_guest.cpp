@@ -31,10 +31,25 @@ TestpmdGuest::~TestpmdGuest() {
 bool TestpmdGuest::start(std::string& error) {
   // stdbuf: testpmd's stdout is a file; its statistics would sit in a buffer.
   std::vector<std::string> args{
-      "stdbuf", "-oL", "dpdk-testpmd", "--no-pci", "--no-huge", "-m", "512", "--file-prefix=" + prefix_,
-      "-l", "0,1", "--main-lcore=0", "--log-level=lib.eal:error",
-      "--vdev=net_virtio_user0,path=" + options_.socket + ",queue_size=1024,mac=" + options_.mac, "--",
-      "-i", "--auto-start", "--forward-mode=" + options_.mode, "--nb-cores=1", "--total-num-mbufs=8192"};
+      "stdbuf",
+      "-oL",
+      "dpdk-testpmd",
+      "--no-pci",
+      "--no-huge",
+      "-m",
+      "512",
+      "--file-prefix=" + prefix_,
+      "-l",
+      "0,1",
+      "--main-lcore=0",
+      "--log-level=lib.eal:error",
+      "--vdev=net_virtio_user0,path=" + options_.socket + ",queue_size=1024,mac=" + options_.mac,
+      "--",
+      "-i",
+      "--auto-start",
+      "--forward-mode=" + options_.mode,
+      "--nb-cores=1",
+      "--total-num-mbufs=8192"};
   args.insert(args.end(), options_.app_args.begin(), options_.app_args.end());
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -68,7 +83,8 @@ bool TestpmdGuest::start(std::string& error) {
     error = "fork failed";
     return false;
   }
-  if (!wait_for_log("Start automatic packet forwarding", 0, 60s) || !wait_for_log("testpmd> ", 0, 10s)) {
+  if (!wait_for_log("Start automatic packet forwarding", 0, 60s) ||
+      !wait_for_log("testpmd> ", 0, 10s)) {
     error = "testpmd " + options_.name + " did not start forwarding:\n" + log();
     return false;
   }
@@ -85,7 +101,8 @@ bool TestpmdGuest::running() {
   return true;
 }
 
-bool TestpmdGuest::wait_for_log(const std::string& text, std::size_t from, std::chrono::milliseconds timeout) {
+bool TestpmdGuest::wait_for_log(const std::string& text, std::size_t from,
+                                std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     const std::string l = log();

@@ -25,11 +25,11 @@ struct TestpmdCounters {
 class TestpmdGuest {
  public:
   struct Options {
-    std::string name;        // unique per test: --file-prefix xvu-<pid>-<name>
-    std::string socket;      // the daemon port's socket (daemon in server mode)
-    std::string mac;         // the guest's MAC
-    std::string mode;        // icmpecho, rxonly, txonly, ...
-    std::string workdir;     // the log goes here
+    std::string name;                   // unique per test: --file-prefix xvu-<pid>-<name>
+    std::string socket;                 // the daemon port's socket (daemon in server mode)
+    std::string mac;                    // the guest's MAC
+    std::string mode;                   // icmpecho, rxonly, txonly, ...
+    std::string workdir;                // the log goes here
     std::vector<std::string> app_args;  // after "--": --eth-peer, --tx-ip, --txpkts, ...
   };
 

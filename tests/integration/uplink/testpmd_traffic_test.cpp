@@ -13,15 +13,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::uint64_t u(const json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
-std::uint64_t delta(const SnmpCounters& a, const SnmpCounters& b, const char* key) { return a.at(key) - b.at(key); }
+std::uint64_t u(const json& j, const char* key) {
+  return j.at(key).get<std::uint64_t>();
+}
+std::uint64_t delta(const SnmpCounters& a, const SnmpCounters& b, const char* key) {
+  return a.at(key) - b.at(key);
+}
 
 class TestpmdTraffic : public UplinkTest {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(UplinkTest::SetUp());
-    ASSERT_NO_FATAL_FAILURE(
-        start_daemon(daemon_config(json::array({uplink_config()}), json::array({port_config(kPmd)}))));
+    ASSERT_NO_FATAL_FAILURE(start_daemon(
+        daemon_config(json::array({uplink_config()}), json::array({port_config(kPmd)}))));
   }
 
   // After testpmd stopped forwarding: until the daemon took every frame
@@ -62,8 +66,10 @@ TEST_F(TestpmdTraffic, PeerPingsTestpmdIcmpecho) {
   EXPECT_EQ(delta(s1, s0, "Icmp.InEchoReps"), static_cast<std::uint64_t>(kCount));
   EXPECT_GE(c.rx, static_cast<std::uint64_t>(kCount + 1)) << "ARP request + echo requests";
   EXPECT_EQ(c.tx, c.rx) << "icmpecho answers every ARP and echo request it gets";
-  EXPECT_EQ(u(p1, "tx_packets") - u(p0, "tx_packets"), c.rx) << "delivered by the daemon = received by testpmd";
-  EXPECT_EQ(u(p1, "rx_packets") - u(p0, "rx_packets"), c.tx) << "taken by the daemon = sent by testpmd";
+  EXPECT_EQ(u(p1, "tx_packets") - u(p0, "tx_packets"), c.rx)
+      << "delivered by the daemon = received by testpmd";
+  EXPECT_EQ(u(p1, "rx_packets") - u(p0, "rx_packets"), c.tx)
+      << "taken by the daemon = sent by testpmd";
   EXPECT_EQ(u(up1, "tx_packets") - u(up0, "tx_packets"), c.tx);
   EXPECT_EQ(u(up1, "rx_packets") - u(up0, "rx_packets"), c.rx);
   EXPECT_EQ(peer1.rx_packets - peer0.rx_packets, c.tx);
@@ -81,10 +87,11 @@ TEST_F(TestpmdTraffic, TestpmdTxonlyUdpReachesThePeerSocket) {
   const SnmpCounters s0 = lab_.peer_snmp();
   const LinkCounters node0 = lab_.node_link();
   const json up0 = uplink_stats();
-  ASSERT_NO_FATAL_FAILURE(start_testpmd(
-      pmd_, kPmd, "txonly",
-      {std::string("--eth-peer=0,") + UplinkLab::kPeerMac, std::string("--tx-ip=") + kPmd.ip + "," + UplinkLab::kPeerIp,
-       "--tx-udp=9000,7003", "--txpkts=128"}));
+  ASSERT_NO_FATAL_FAILURE(
+      start_testpmd(pmd_, kPmd, "txonly",
+                    {std::string("--eth-peer=0,") + UplinkLab::kPeerMac,
+                     std::string("--tx-ip=") + kPmd.ip + "," + UplinkLab::kPeerIp,
+                     "--tx-udp=9000,7003", "--txpkts=128"}));
   std::size_t datagrams = 0;
   const auto until = std::chrono::steady_clock::now() + 1500ms;
   while (std::chrono::steady_clock::now() < until) {
@@ -103,8 +110,9 @@ TEST_F(TestpmdTraffic, TestpmdTxonlyUdpReachesThePeerSocket) {
   const SnmpCounters s1 = lab_.peer_snmp();
   const LinkCounters node1 = lab_.node_link();
   const json up1 = uplink_stats();
-  std::cout << "testpmd txonly: sent " << c.tx << ", peer socket got " << datagrams << ", rcvbuf errors "
-            << delta(s1, s0, "Udp.RcvbufErrors") << ", veth drops " << node1.tx_dropped - node0.tx_dropped << "\n";
+  std::cout << "testpmd txonly: sent " << c.tx << ", peer socket got " << datagrams
+            << ", rcvbuf errors " << delta(s1, s0, "Udp.RcvbufErrors") << ", veth drops "
+            << node1.tx_dropped - node0.tx_dropped << "\n";
   EXPECT_GT(c.tx, 1000u);
   EXPECT_EQ(u(p1, "rx_packets"), c.tx) << "every frame testpmd handed over was taken";
   EXPECT_EQ(u(up1, "tx_packets") - u(up0, "tx_packets"), c.tx) << "and sent on the uplink";
@@ -132,15 +140,20 @@ TEST_F(TestpmdTraffic, PeerUdpReachesTestpmdRxonly) {
   constexpr int kBatches = 40, kBatch = 64;
   for (int b = 0; b < kBatches; ++b) {
     for (int i = 0; i < kBatch; ++i)
-      ASSERT_TRUE(sender->send_to(kPmd.ip, 7000, testing::payload_pattern(100 + (i * 13) % 1300, static_cast<std::uint32_t>(i))));
+      ASSERT_TRUE(sender->send_to(
+          kPmd.ip, 7000,
+          testing::payload_pattern(100 + (i * 13) % 1300, static_cast<std::uint32_t>(i))));
     // Paced by testpmd's progress: no batch overruns its RX ring, however
     // long its forwarding core is descheduled.
     TestpmdCounters now;
-    ASSERT_TRUE(wait_for([&] {
-      now = pmd_->port_stats();
-      return now.valid && now.rx >= static_cast<std::uint64_t>((b + 1) * kBatch);
-    }, 20s)) << "batch " << b << ": testpmd has " << now.rx << " (nombuf " << now.rx_nombuf << "); daemon "
-             << port_stats(kPmd.name).dump();
+    ASSERT_TRUE(wait_for(
+        [&] {
+          now = pmd_->port_stats();
+          return now.valid && now.rx >= static_cast<std::uint64_t>((b + 1) * kBatch);
+        },
+        20s))
+        << "batch " << b << ": testpmd has " << now.rx << " (nombuf " << now.rx_nombuf
+        << "); daemon " << port_stats(kPmd.name).dump();
   }
   const TestpmdCounters c = pmd_->stop_forwarding();
   ASSERT_TRUE(c.valid) << pmd_->log();
@@ -152,7 +165,8 @@ TEST_F(TestpmdTraffic, PeerUdpReachesTestpmdRxonly) {
   EXPECT_EQ(u(p1, "tx_packets") - u(p0, "tx_packets"), kTotal);
   EXPECT_EQ(c.rx, kTotal) << "testpmd received";
   EXPECT_EQ(total(p1.at("drops")) + total(up1.at("drops")), 0u) << p1.dump() << up1.dump();
-  EXPECT_EQ(u(up1, "rx_ring_full") + u(up1, "rx_dropped"), u(up0, "rx_ring_full") + u(up0, "rx_dropped"));
+  EXPECT_EQ(u(up1, "rx_ring_full") + u(up1, "rx_dropped"),
+            u(up0, "rx_ring_full") + u(up0, "rx_dropped"));
 }
 
 }  // namespace

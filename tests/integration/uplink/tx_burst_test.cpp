@@ -26,7 +26,9 @@ std::vector<std::uint8_t> numbered_frame(const MacAddress& src, std::uint32_t se
   return testing::build_ethernet(kPeerMac, src, kEtherType, payload);
 }
 
-std::uint64_t u(const json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
+std::uint64_t u(const json& j, const char* key) {
+  return j.at(key).get<std::uint64_t>();
+}
 
 struct BurstCase {
   const char* name;
@@ -34,15 +36,17 @@ struct BurstCase {
   std::uint32_t kick_every;  // guest kicks after this many frames
 };
 
-void PrintTo(const BurstCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const BurstCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class TxBurst : public UplinkTest, public ::testing::WithParamInterface<BurstCase> {};
 
 TEST_P(TxBurst, EveryFrameOfAGuestBurstArrivesAtThePeer) {
   const BurstCase& c = GetParam();
-  ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(
-      json::array({uplink_config()}), json::array({port_config(kVm1)}),
-      json{{"tunables", {{"busy_poll_us", c.busy_poll_us}}}})));
+  ASSERT_NO_FATAL_FAILURE(
+      start_daemon(daemon_config(json::array({uplink_config()}), json::array({port_config(kVm1)}),
+                                 json{{"tunables", {{"busy_poll_us", c.busy_poll_us}}}})));
   std::unique_ptr<FrontendGuest> vm1 = std::make_unique<FrontendGuest>(
       socket_path("vm1"), parse_mac_text(kVm1.mac), parse_ipv4_text(kVm1.ip));
   testing::NegotiateOptions options;
@@ -69,7 +73,8 @@ TEST_P(TxBurst, EveryFrameOfAGuestBurstArrivesAtThePeer) {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (!net.send_frame(frame, std::nullopt, quiet)) {
       net.kick_tx();
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the daemon stopped taking frames at " << seq;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+          << "the daemon stopped taking frames at " << seq;
       std::this_thread::sleep_for(100us);
       net.reclaim_tx();
     }

@@ -26,8 +26,9 @@ TEST_F(UplinkControl, AddedAndRemovedAtRunTime) {
   const auto programs = lab_.node_xdp_programs();
   ASSERT_EQ(programs.size(), 1u);
   EXPECT_EQ(programs[0].name, "xdpvhost_steer");
-  ASSERT_TRUE(wait_for([&] { return uplink_status().at("queues").at(0).value("bind_mode", "") == "copy"; }))
-      << uplink_status().dump();
+  ASSERT_TRUE(wait_for([&] {
+    return uplink_status().at("queues").at(0).value("bind_mode", "") == "copy";
+  })) << uplink_status().dump();
 
   ASSERT_FALSE(call("port.add", port_config(kVm1)).is_null());
   EXPECT_TRUE(fdb_has(kVm1.mac));
@@ -63,8 +64,8 @@ TEST_F(UplinkControl, AddedAndRemovedAtRunTime) {
 TEST_F(UplinkControl, UnicastFilterFollowsThePorts) {
   constexpr GuestAddress kVm3{"vm3", "52:54:00:00:20:03", "10.99.0.13"};
   constexpr GuestAddress kLocal{"local", "52:54:00:00:20:04", "10.99.0.14"};
-  ASSERT_NO_FATAL_FAILURE(start_daemon(
-      daemon_config(json::array({uplink_config()}), json::array({port_config(kVm1), port_config(kVm2)}))));
+  ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(
+      json::array({uplink_config()}), json::array({port_config(kVm1), port_config(kVm2)}))));
   EXPECT_TRUE(fdb_has(kVm1.mac));
   EXPECT_TRUE(fdb_has(kVm2.mac));
   EXPECT_EQ(uplink_status().value("unicast_filter", ""), "unicast list");
@@ -82,18 +83,21 @@ TEST_F(UplinkControl, UnicastFilterFollowsThePorts) {
     NetnsScope in(lab_.node_fd());
     node = std::make_unique<PacketSocket>(UplinkLab::kNodeIf, 0x88b5);
   }
-  const auto to_vm2 = testing::build_ethernet(parse_mac_text(kVm2.mac), parse_mac_text(UplinkLab::kPeerMac),
-                                              0x88b5, std::vector<std::uint8_t>(100, 1));
+  const auto to_vm2 =
+      testing::build_ethernet(parse_mac_text(kVm2.mac), parse_mac_text(UplinkLab::kPeerMac), 0x88b5,
+                              std::vector<std::uint8_t>(100, 1));
   const std::uint64_t rx0 = uplink_stats().at("rx_packets").get<std::uint64_t>();
   ASSERT_TRUE(peer->send(to_vm2));
-  EXPECT_TRUE(wait_for([&] { return uplink_stats().at("rx_packets").get<std::uint64_t>() == rx0 + 1; }, 3s));
+  EXPECT_TRUE(wait_for(
+      [&] { return uplink_stats().at("rx_packets").get<std::uint64_t>() == rx0 + 1; }, 3s));
   EXPECT_TRUE(node->receive(1, 200).empty()) << "redirected frames must not reach the node's stack";
 
   ASSERT_FALSE(call("port.remove", {{"name", "vm2"}}).is_null());
   EXPECT_TRUE(fdb_has(kVm1.mac));
   EXPECT_FALSE(fdb_has(kVm2.mac)) << "port.remove left the guest's unicast filter entry";
   ASSERT_TRUE(peer->send(to_vm2));
-  EXPECT_EQ(node->receive(1, 1000).size(), 1u) << "after port.remove the MAC is still steered away from the node";
+  EXPECT_EQ(node->receive(1, 1000).size(), 1u)
+      << "after port.remove the MAC is still steered away from the node";
   EXPECT_EQ(uplink_stats().at("rx_packets").get<std::uint64_t>(), rx0 + 1);
 
   ASSERT_FALSE(call("port.add", port_config(kVm3)).is_null());

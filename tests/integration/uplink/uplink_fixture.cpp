@@ -23,11 +23,14 @@ void UplinkTest::TearDown() {
     const auto code = daemon_->terminate();
     EXPECT_EQ(code, std::optional<int>(0)) << "xdpvhostd did not exit cleanly on SIGTERM:\n"
                                            << daemon_->log_tail();
-    if (HasFailure()) std::cerr << "---- xdpvhostd log tail ----\n" << daemon_->log_tail(60) << "\n";
+    if (HasFailure())
+      std::cerr << "---- xdpvhostd log tail ----\n" << daemon_->log_tail(60) << "\n";
     daemon_.reset();
   }
-  if (!HasFailure()) run("rm -rf " + workdir_);
-  else std::cerr << "logs kept in " << workdir_ << "\n";
+  if (!HasFailure())
+    run("rm -rf " + workdir_);
+  else
+    std::cerr << "logs kept in " << workdir_ << "\n";
 }
 
 json UplinkTest::port_config(const GuestAddress& guest, const char* mode) const {
@@ -75,8 +78,8 @@ void UplinkTest::connect_guest(std::unique_ptr<FrontendGuest>& out, const GuestA
 
 void UplinkTest::start_with_guest(std::unique_ptr<FrontendGuest>& vm1, const json& uplink_tunables,
                                   const json& extra) {
-  ASSERT_NO_FATAL_FAILURE(start_daemon(
-      daemon_config(json::array({uplink_config(uplink_tunables)}), json::array({port_config(kVm1)}), extra)));
+  ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(json::array({uplink_config(uplink_tunables)}),
+                                                     json::array({port_config(kVm1)}), extra)));
   ASSERT_NO_FATAL_FAILURE(connect_guest(vm1, kVm1));
 }
 
@@ -107,7 +110,9 @@ json UplinkTest::port_stats(const std::string& name) {
   return call("stats.get", {{"port", name}}).at("ports").at(name);
 }
 
-json UplinkTest::uplink_stats() { return call("stats.get", {{"uplink", "up0"}}).at("uplinks").at("up0"); }
+json UplinkTest::uplink_stats() {
+  return call("stats.get", {{"uplink", "up0"}}).at("uplinks").at("up0");
+}
 
 json UplinkTest::uplink_status() {
   for (const json& u : call("uplink.list"))
@@ -121,7 +126,8 @@ std::string UplinkTest::port_state(const std::string& name) {
   return r.ok ? r.result.value("state", "?") : "(port.get failed: " + r.error_message + ")";
 }
 
-bool UplinkTest::wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+bool UplinkTest::wait_for(const std::function<bool()>& condition,
+                          std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (condition()) return true;
@@ -166,17 +172,23 @@ void UplinkTest::check_udp_both_ways(FrontendGuest& vm, const GuestAddress& gues
   static std::uint32_t round = 0;
   ++round;
   for (int i = 0; i < count; ++i)
-    ASSERT_TRUE(vm.send(vm.udp_to(peer_mac, peer_ip, 7100, 7101,
-                                  testing::payload_pattern(64 + i, round * 1000 + static_cast<std::uint32_t>(i)))));
+    ASSERT_TRUE(vm.send(
+        vm.udp_to(peer_mac, peer_ip, 7100, 7101,
+                  testing::payload_pattern(64 + i, round * 1000 + static_cast<std::uint32_t>(i)))));
   for (int i = 0; i < count; ++i) {
     auto d = sink->receive(3000);
     ASSERT_TRUE(d.has_value()) << "guest -> peer: " << i << " of " << count << " datagrams arrived";
-    EXPECT_EQ(d->payload, testing::payload_pattern(64 + i, round * 1000 + static_cast<std::uint32_t>(i)));
+    EXPECT_EQ(d->payload,
+              testing::payload_pattern(64 + i, round * 1000 + static_cast<std::uint32_t>(i)));
   }
-  auto is_ours = [&](const PacketView& v) { return v.udp && v.dst_port == 7100 && v.src_port == 7102; };
+  auto is_ours = [&](const PacketView& v) {
+    return v.udp && v.dst_port == 7100 && v.src_port == 7102;
+  };
   const std::size_t before = vm.count(is_ours);
   for (int i = 0; i < count; ++i) {
-    ASSERT_TRUE(sender->send_to(guest.ip, 7100, testing::payload_pattern(80, round * 1000 + 500 + static_cast<std::uint32_t>(i))));
+    ASSERT_TRUE(sender->send_to(
+        guest.ip, 7100,
+        testing::payload_pattern(80, round * 1000 + 500 + static_cast<std::uint32_t>(i))));
     if (i % 32 == 31) vm.pump_until(is_ours, before + static_cast<std::size_t>(i + 1), 2s);
   }
   ASSERT_TRUE(vm.pump_until(is_ours, before + static_cast<std::size_t>(count)))

@@ -45,7 +45,8 @@ class UplinkTest : public ::testing::Test {
   // {"name":"up0","interface":"xvu-n0","queues":[0][,"tunables"]}
   json uplink_config(const json& tunables = json::object()) const;
   // A daemon config with the given uplinks and ports (and extra top-level keys).
-  json daemon_config(const json& uplinks, const json& ports, const json& extra = json::object()) const;
+  json daemon_config(const json& uplinks, const json& ports,
+                     const json& extra = json::object()) const;
 
   // Starts xdpvhostd in the node namespace (ASSERT_NO_FATAL_FAILURE it).
   void start_daemon(const json& config);
@@ -56,7 +57,8 @@ class UplinkTest : public ::testing::Test {
                      testing::Role role = testing::Role::kClient);
   // The common start: daemon with up0 (uplink tunables, extra config keys)
   // and port vm1 on it, the C++ frontend connected as vm1.
-  void start_with_guest(std::unique_ptr<FrontendGuest>& vm1, const json& uplink_tunables = json::object(),
+  void start_with_guest(std::unique_ptr<FrontendGuest>& vm1,
+                        const json& uplink_tunables = json::object(),
                         const json& extra = json::object());
   void start_testpmd(std::unique_ptr<TestpmdGuest>& out, const GuestAddress& guest,
                      const std::string& mode, std::vector<std::string> app_args = {});
@@ -64,8 +66,8 @@ class UplinkTest : public ::testing::Test {
   // Control-socket views (a failed call fails the test and yields null).
   json call(const std::string& method, const json& params = json::object());
   json port_stats(const std::string& name);
-  json uplink_stats();         // stats.get uplinks.up0
-  json uplink_status();        // the up0 entry of uplink.list
+  json uplink_stats();   // stats.get uplinks.up0
+  json uplink_status();  // the up0 entry of uplink.list
   std::string port_state(const std::string& name);
 
   // Bounded wait for a condition (an event, never a timing assertion).

@@ -30,7 +30,9 @@ NetnsScope::~NetnsScope() {
 
 namespace {
 
-bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+bool pid_alive(pid_t pid) {
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
 
 // xvu-<pid>-node / xvu-<pid>-peer of processes that no longer exist.
 void remove_orphaned_namespaces() {
@@ -77,7 +79,8 @@ bool UplinkLab::create_namespaces(std::string& error) {
   for (const std::string& ns : {node_ns_, peer_ns_}) {
     script += "ip netns add " + ns + "; ip netns exec " + ns +
               " sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; "
-              "ip -n " + ns + " link set lo up; ";
+              "ip -n " +
+              ns + " link set lo up; ";
   }
   if (run(script, &error) != 0) return false;
   node_fd_.reset(::open(("/var/run/netns/" + node_ns_).c_str(), O_RDONLY | O_CLOEXEC));
@@ -132,11 +135,19 @@ LinkCounters UplinkLab::link_counters(const std::string& ns, const char* ifname)
   return c;
 }
 
-LinkCounters UplinkLab::node_link() const { return link_counters(node_ns_, kNodeIf); }
-LinkCounters UplinkLab::peer_link() const { return link_counters(peer_ns_, kPeerIf); }
+LinkCounters UplinkLab::node_link() const {
+  return link_counters(node_ns_, kNodeIf);
+}
+LinkCounters UplinkLab::peer_link() const {
+  return link_counters(peer_ns_, kPeerIf);
+}
 
-SnmpCounters UplinkLab::peer_snmp() const { return snmp(peer_fd()); }
-SnmpCounters UplinkLab::node_snmp() const { return snmp(node_fd()); }
+SnmpCounters UplinkLab::peer_snmp() const {
+  return snmp(peer_fd());
+}
+SnmpCounters UplinkLab::node_snmp() const {
+  return snmp(node_fd());
+}
 
 SnmpCounters UplinkLab::snmp(int ns_fd) {
   SnmpCounters counters;
@@ -159,7 +170,8 @@ SnmpCounters UplinkLab::snmp(int ns_fd) {
     v >> proto2;
     if (proto != proto2 || proto.empty()) break;
     proto.pop_back();  // the colon
-    while (n >> name && v >> value) counters[proto + "." + name] = std::stoull(value[0] == '-' ? "0" : value);
+    while (n >> name && v >> value)
+      counters[proto + "." + name] = std::stoull(value[0] == '-' ? "0" : value);
   }
   return counters;
 }

@@ -14,12 +14,15 @@ namespace {
 using nlohmann::json;
 
 Config base_config() {
-  auto r = parse_config({{"ports",
-                          {{{"name", "vm1"}, {"socket", "/run/t/vm1.sock"}, {"mac", "52:54:00:00:00:01"},
-                            {"uplink", "up0"}}}},
-                         {"uplinks", {{{"name", "up0"}, {"interface", "eth1"}, {"queues", {0, 1}}}}},
-                         {"threads", {{"count", 2}}},
-                         {"control", {{"socket", "/run/t/control.sock"}}}});
+  auto r =
+      parse_config({{"ports",
+                     {{{"name", "vm1"},
+                       {"socket", "/run/t/vm1.sock"},
+                       {"mac", "52:54:00:00:00:01"},
+                       {"uplink", "up0"}}}},
+                    {"uplinks", {{{"name", "up0"}, {"interface", "eth1"}, {"queues", {0, 1}}}}},
+                    {"threads", {{"count", 2}}},
+                    {"control", {{"socket", "/run/t/control.sock"}}}});
   EXPECT_TRUE(r.ok()) << r.error().message;
   return *r;
 }
@@ -80,9 +83,9 @@ TEST(ConfigChange, PortAddRefusals) {
   // A PortConfig built in code gets the same checks as parsed ones.
   PortConfig multicast = new_port();
   multicast.mac[0] = 0x01;
-  expect_refused(with_port_added(before, multicast), ConfigErrorKind::kInvalid,
-                 RpcErrorCode::kInvalidParams,
-                 "params.mac: 01:54:00:00:00:02 is a multicast address, a port needs a unicast MAC");
+  expect_refused(
+      with_port_added(before, multicast), ConfigErrorKind::kInvalid, RpcErrorCode::kInvalidParams,
+      "params.mac: 01:54:00:00:00:02 is a multicast address, a port needs a unicast MAC");
   PortConfig too_many_queues = new_port();
   too_many_queues.queues = 9;
   auto r = with_port_added(before, too_many_queues);
@@ -97,11 +100,11 @@ TEST(ConfigChange, PortRemoved) {
   auto r = with_port_removed(before, "vm1");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_TRUE(r->ports.empty());
-  expect_refused(with_port_removed(before, "vm9"), ConfigErrorKind::kNotFound, RpcErrorCode::kNotFound,
-                 "there is no port \"vm9\"");
+  expect_refused(with_port_removed(before, "vm9"), ConfigErrorKind::kNotFound,
+                 RpcErrorCode::kNotFound, "there is no port \"vm9\"");
   // An uplink is not a port.
-  expect_refused(with_port_removed(before, "up0"), ConfigErrorKind::kNotFound, RpcErrorCode::kNotFound,
-                 "there is no port \"up0\"");
+  expect_refused(with_port_removed(before, "up0"), ConfigErrorKind::kNotFound,
+                 RpcErrorCode::kNotFound, "there is no port \"up0\"");
   EXPECT_EQ(before.ports.size(), 1u);
 }
 
@@ -129,10 +132,12 @@ TEST(ConfigChange, UplinkAdded) {
 
 TEST(ConfigChange, UplinkAddRefusals) {
   const Config before = base_config();
-  expect_refused(with_uplink_added(before, new_uplink({{"name", "up0"}})), ConfigErrorKind::kNameInUse,
-                 RpcErrorCode::kNameInUse, "params.name: \"up0\" is already the name of an uplink");
-  expect_refused(with_uplink_added(before, new_uplink({{"name", "vm1"}})), ConfigErrorKind::kNameInUse,
-                 RpcErrorCode::kNameInUse, "params.name: \"vm1\" is already the name of a port");
+  expect_refused(with_uplink_added(before, new_uplink({{"name", "up0"}})),
+                 ConfigErrorKind::kNameInUse, RpcErrorCode::kNameInUse,
+                 "params.name: \"up0\" is already the name of an uplink");
+  expect_refused(with_uplink_added(before, new_uplink({{"name", "vm1"}})),
+                 ConfigErrorKind::kNameInUse, RpcErrorCode::kNameInUse,
+                 "params.name: \"vm1\" is already the name of a port");
   expect_refused(with_uplink_added(before, new_uplink({{"interface", "eth1"}, {"queues", {1}}})),
                  ConfigErrorKind::kInUse, RpcErrorCode::kInUse,
                  "params.queues: queue 1 of \"eth1\" is already bound by uplink \"up0\"");
@@ -145,8 +150,8 @@ TEST(ConfigChange, UplinkRemoved) {
   const Config before = base_config();
   expect_refused(with_uplink_removed(before, "up0"), ConfigErrorKind::kInUse, RpcErrorCode::kInUse,
                  "uplink \"up0\" is still the uplink of port \"vm1\"");
-  expect_refused(with_uplink_removed(before, "up9"), ConfigErrorKind::kNotFound, RpcErrorCode::kNotFound,
-                 "there is no uplink \"up9\"");
+  expect_refused(with_uplink_removed(before, "up9"), ConfigErrorKind::kNotFound,
+                 RpcErrorCode::kNotFound, "there is no uplink \"up9\"");
   auto without_port = with_port_removed(before, "vm1");
   ASSERT_TRUE(without_port.ok());
   auto r = with_uplink_removed(*without_port, "up0");
@@ -188,12 +193,12 @@ TEST(ConfigChange, TunablesSetPortAndUplinkOverrides) {
 
   change = parse_tunables_set({{"port", "vm9"}, {"rx_burst", 8}});
   ASSERT_TRUE(change.ok());
-  expect_refused(with_tunables_set(before, *change), ConfigErrorKind::kNotFound, RpcErrorCode::kNotFound,
-                 "there is no port \"vm9\"");
+  expect_refused(with_tunables_set(before, *change), ConfigErrorKind::kNotFound,
+                 RpcErrorCode::kNotFound, "there is no port \"vm9\"");
   change = parse_tunables_set({{"uplink", "vm1"}, {"napi_busy_poll", true}});
   ASSERT_TRUE(change.ok());
-  expect_refused(with_tunables_set(before, *change), ConfigErrorKind::kNotFound, RpcErrorCode::kNotFound,
-                 "there is no uplink \"vm1\"");
+  expect_refused(with_tunables_set(before, *change), ConfigErrorKind::kNotFound,
+                 RpcErrorCode::kNotFound, "there is no uplink \"vm1\"");
 }
 
 TEST(ConfigChange, TunablesSetRefusals) {
@@ -204,7 +209,8 @@ TEST(ConfigChange, TunablesSetRefusals) {
       << bad.error().message;
   bad = parse_tunables_set({{"signal_batch", 0}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("params.signal_batch: 0 is below the minimum 1"), std::string::npos)
+  EXPECT_NE(bad.error().message.find("params.signal_batch: 0 is below the minimum 1"),
+            std::string::npos)
       << bad.error().message;
   bad = parse_tunables_set(json::object());
   ASSERT_FALSE(bad.ok());
@@ -218,9 +224,9 @@ TEST(ConfigChange, TunablesSetRefusals) {
                  "params: a port overrides only signal_batch, rx_burst and tx_burst");
   c.port.reset();
   c.uplink = "up0";
-  expect_refused(with_tunables_set(base_config(), c), ConfigErrorKind::kInvalid,
-                 RpcErrorCode::kInvalidParams,
-                 "params: an uplink overrides only tx_inflight_max, napi_busy_poll and busy_poll_budget");
+  expect_refused(
+      with_tunables_set(base_config(), c), ConfigErrorKind::kInvalid, RpcErrorCode::kInvalidParams,
+      "params: an uplink overrides only tx_inflight_max, napi_busy_poll and busy_poll_budget");
   TunablesChange zero;
   zero.values.rx_burst = 0;
   auto r = with_tunables_set(base_config(), zero);

@@ -134,13 +134,16 @@ TEST(Config, FullExampleHasEveryValue) {
 }
 
 TEST(Config, SchemaErrorsNameTheFieldAndListEveryViolation) {
-  json doc = {{"ports", {port("vm1", "52:54"), {{"name", "vm2"}, {"sokcet", "/x"}, {"mac", "52:54:00:00:00:02"}}}},
-              {"tunables", {{"signal_batch", 0}}}};
+  json doc = {
+      {"ports",
+       {port("vm1", "52:54"), {{"name", "vm2"}, {"sokcet", "/x"}, {"mac", "52:54:00:00:00:02"}}}},
+      {"tunables", {{"signal_batch", 0}}}};
   ConfigError e = refused(doc);
   EXPECT_EQ(e.kind, ConfigErrorKind::kSchema);
   EXPECT_EQ(e.rpc_code(), RpcErrorCode::kInvalidParams);
   ASSERT_EQ(e.details.size(), 4u) << e.message;
-  EXPECT_EQ(e.details[0], "ports[0].mac: \"52:54\" does not match ^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$");
+  EXPECT_EQ(e.details[0],
+            "ports[0].mac: \"52:54\" does not match ^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$");
   EXPECT_EQ(e.details[1], "ports[1]: missing required field \"socket\"");
   EXPECT_EQ(e.details[2], "ports[1]: unknown field \"sokcet\"");
   EXPECT_EQ(e.details[3], "tunables.signal_batch: 0 is below the minimum 1");
@@ -148,8 +151,9 @@ TEST(Config, SchemaErrorsNameTheFieldAndListEveryViolation) {
 }
 
 TEST(Config, DuplicatePortNames) {
-  ConfigError e = refused({{"ports", {port("vm1", "52:54:00:00:00:01"),
-                                      {{"name", "vm1"}, {"socket", "/b"}, {"mac", "52:54:00:00:00:02"}}}}});
+  ConfigError e = refused({{"ports",
+                            {port("vm1", "52:54:00:00:00:01"),
+                             {{"name", "vm1"}, {"socket", "/b"}, {"mac", "52:54:00:00:00:02"}}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kNameInUse);
   EXPECT_EQ(e.message, "ports[1].name: \"vm1\" is already the name of a port");
 }
@@ -162,14 +166,16 @@ TEST(Config, PortAndUplinkShareTheNameSpace) {
 }
 
 TEST(Config, DuplicateUplinkNames) {
-  ConfigError e = refused({{"uplinks", {{{"name", "up"}, {"interface", "eth0"}},
-                                        {{"name", "up"}, {"interface", "eth1"}}}}});
+  ConfigError e = refused(
+      {{"uplinks",
+        {{{"name", "up"}, {"interface", "eth0"}}, {{"name", "up"}, {"interface", "eth1"}}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kNameInUse);
   EXPECT_EQ(e.message, "uplinks[1].name: \"up\" is already the name of an uplink");
 }
 
 TEST(Config, DuplicateMacs) {
-  ConfigError e = refused({{"ports", {port("vm1", "52:54:00:00:00:01"), port("vm2", "52:54:00:00:00:01")}}});
+  ConfigError e =
+      refused({{"ports", {port("vm1", "52:54:00:00:00:01"), port("vm2", "52:54:00:00:00:01")}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kMacInUse);
   EXPECT_EQ(e.message, "ports[1].mac: 52:54:00:00:00:01 is already the MAC of port \"vm1\"");
   // Case does not make a MAC different.
@@ -183,7 +189,8 @@ TEST(Config, DuplicateSocketPaths) {
   b["socket"] = a["socket"];
   ConfigError e = refused({{"ports", {a, b}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kSocketInUse);
-  EXPECT_EQ(e.message, "ports[1].socket: \"/run/t/vm1.sock\" is already the socket of port \"vm1\"");
+  EXPECT_EQ(e.message,
+            "ports[1].socket: \"/run/t/vm1.sock\" is already the socket of port \"vm1\"");
 
   e = refused({{"ports", {a}}, {"control", {{"socket", "/run/t/vm1.sock"}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kSocketInUse);
@@ -193,11 +200,13 @@ TEST(Config, DuplicateSocketPaths) {
 TEST(Config, PortUplinkMustExist) {
   json p = port("vm1", "52:54:00:00:00:01");
   p["uplink"] = "up9";
-  ConfigError e = refused({{"ports", {p}}, {"uplinks", {{{"name", "up0"}, {"interface", "eth0"}}}}});
+  ConfigError e =
+      refused({{"ports", {p}}, {"uplinks", {{{"name", "up0"}, {"interface", "eth0"}}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kNotFound);
   EXPECT_EQ(e.message, "ports[0].uplink: there is no uplink \"up9\"");
   p["uplink"] = "up0";
-  EXPECT_TRUE(parse_config({{"ports", {p}}, {"uplinks", {{{"name", "up0"}, {"interface", "eth0"}}}}}).ok());
+  EXPECT_TRUE(
+      parse_config({{"ports", {p}}, {"uplinks", {{{"name", "up0"}, {"interface", "eth0"}}}}}).ok());
 }
 
 TEST(Config, GuestMtuMustFitTheUplinksFrames) {
@@ -242,7 +251,7 @@ TEST(Config, CpusOnePerThread) {
 
 TEST(Config, SocketPathMustFitSunPath) {
   std::string ok_path = "/" + std::string(106, 'a');  // 107 bytes: the most sun_path holds
-  std::string long_path = ok_path + "b";               // 108
+  std::string long_path = ok_path + "b";              // 108
   json p = port("vm1", "52:54:00:00:00:01");
   p["socket"] = ok_path;
   EXPECT_TRUE(parse_config({{"ports", {p}}}).ok());
@@ -281,13 +290,15 @@ TEST(Config, MacMustBeUnicast) {
 }
 
 TEST(Config, UplinkQueuesOfOneInterfaceAreBoundOnce) {
-  ConfigError e = refused({{"uplinks", {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1}}},
-                                        {{"name", "b"}, {"interface", "eth0"}, {"queues", {1, 2}}}}}});
+  ConfigError e = refused({{"uplinks",
+                            {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1}}},
+                             {{"name", "b"}, {"interface", "eth0"}, {"queues", {1, 2}}}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kInUse);
   EXPECT_EQ(e.message, "uplinks[1].queues: queue 1 of \"eth0\" is already bound by uplink \"a\"");
-  EXPECT_TRUE(parse_config({{"uplinks", {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1}}},
-                                         {{"name", "b"}, {"interface", "eth0"}, {"queues", {2}}},
-                                         {{"name", "c"}, {"interface", "eth1"}, {"queues", {0}}}}}})
+  EXPECT_TRUE(parse_config({{"uplinks",
+                             {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1}}},
+                              {{"name", "b"}, {"interface", "eth0"}, {"queues", {2}}},
+                              {{"name", "c"}, {"interface", "eth1"}, {"queues", {0}}}}}})
                   .ok());
 }
 
@@ -320,9 +331,12 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
   p.mac = {0x52, 0x54, 0, 0, 0, 0xab};
   c.ports.push_back(p);
   json j = to_json(c);
-  EXPECT_EQ(j["ports"][0],
-            (json{{"name", "vm1"}, {"socket", "/s"}, {"mode", "server"}, {"mac", "52:54:00:00:00:ab"},
-                  {"queues", 1}, {"mtu", 1500}}));
+  EXPECT_EQ(j["ports"][0], (json{{"name", "vm1"},
+                                 {"socket", "/s"},
+                                 {"mode", "server"},
+                                 {"mac", "52:54:00:00:00:ab"},
+                                 {"queues", 1},
+                                 {"mtu", 1500}}));
   EXPECT_EQ(j["control"], (json{{"socket", "/run/xdpvhost/control.sock"}, {"mode", "0660"}}));
   EXPECT_EQ(j["threads"], (json{{"count", 1}}));
   EXPECT_EQ(j["tunables"].size(), 7u);
@@ -331,7 +345,8 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
   EXPECT_FALSE(j.contains("state_file"));
   EXPECT_FALSE(j.contains("bpf_object"));
   EXPECT_EQ(to_json(PortTunables{}), json::object());
-  EXPECT_EQ(to_json(UplinkTunables{std::nullopt, false, std::nullopt}), (json{{"napi_busy_poll", false}}));
+  EXPECT_EQ(to_json(UplinkTunables{std::nullopt, false, std::nullopt}),
+            (json{{"napi_busy_poll", false}}));
 }
 
 TEST(Config, CheckConfigAppliesTheSchemaToConfigsBuiltInCode) {
@@ -345,8 +360,11 @@ TEST(Config, CheckConfigAppliesTheSchemaToConfigsBuiltInCode) {
 }
 
 TEST(Config, ParsePortForPortAdd) {
-  auto r = parse_port({{"name", "vm3"}, {"socket", "/run/vm3.sock"}, {"mac", "52:54:00:00:00:03"},
-                       {"uplink", "up0"}, {"thread", 7}});
+  auto r = parse_port({{"name", "vm3"},
+                       {"socket", "/run/vm3.sock"},
+                       {"mac", "52:54:00:00:00:03"},
+                       {"uplink", "up0"},
+                       {"thread", 7}});
   ASSERT_TRUE(r.ok()) << r.error().message;  // references are checked when it is added
   EXPECT_EQ(r->uplink, "up0");
   EXPECT_EQ(r->thread, 7u);
@@ -359,9 +377,11 @@ TEST(Config, ParsePortForPortAdd) {
   bad = parse_port({{"name", "vm3"}, {"socket", "/s"}, {"mac", "33:33:00:00:00:01"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, ConfigErrorKind::kInvalid);
-  EXPECT_EQ(bad.error().message.rfind("params.mac: 33:33:00:00:00:01 is a multicast address", 0), 0u);
+  EXPECT_EQ(bad.error().message.rfind("params.mac: 33:33:00:00:00:01 is a multicast address", 0),
+            0u);
 
-  bad = parse_port({{"name", "vm3"}, {"socket", "/" + std::string(200, 'x')}, {"mac", "52:54:00:00:00:03"}});
+  bad = parse_port(
+      {{"name", "vm3"}, {"socket", "/" + std::string(200, 'x')}, {"mac", "52:54:00:00:00:03"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().rpc_code(), RpcErrorCode::kInvalidSocketPath);
   EXPECT_EQ(bad.error().message.rfind("params.socket: is 201 bytes long", 0), 0u);
@@ -391,8 +411,8 @@ TEST(Config, MacAndEnumHelpers) {
   EXPECT_EQ(format_mac({0x52, 0x54, 0x00, 0xab, 0xcd, 0xef}), "52:54:00:ab:cd:ef");
   EXPECT_EQ(parse_log_level("warn"), LogLevel::kWarn);
   EXPECT_FALSE(parse_log_level("warning"));
-  for (auto l : {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError,
-                 LogLevel::kOff}) {
+  for (auto l : {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
+                 LogLevel::kError, LogLevel::kOff}) {
     EXPECT_EQ(parse_log_level(to_string(l)), l);
   }
   EXPECT_EQ(to_string(PortMode::kClient), "client");

@@ -80,8 +80,8 @@ TEST(JsonSchemaCompile, PatternNeedsMaxLengthAndAValidRegex) {
 }
 
 TEST(JsonSchemaCompile, DocumentRules) {
-  EXPECT_NE(compile_error(json{{"type", "string"}}), "");                    // no $id
-  EXPECT_NE(compile_error(json{{"$id", "relative.json"}}), "");              // not absolute
+  EXPECT_NE(compile_error(json{{"type", "string"}}), "");        // no $id
+  EXPECT_NE(compile_error(json{{"$id", "relative.json"}}), "");  // not absolute
   EXPECT_NE(compile_error(json{{"$id", "https://x.invalid/a.json#frag"}}), "");
   EXPECT_NE(compile_error(json::array()), "");
   EXPECT_NE(compile_error(with_id({{"$schema", "http://json-schema.org/draft-07/schema#"}})), "");
@@ -243,7 +243,8 @@ TEST(JsonSchemaValidate, SharedCasesAgreeWithTheReferenceImplementation) {
     const json& c = cases[i];
     std::string uri;
     if (c.contains("inline")) {
-      uri = base + "case-" + std::to_string(i) + ".json" + (c["inline"].is_boolean() ? "#/$defs/case" : "");
+      uri = base + "case-" + std::to_string(i) + ".json" +
+            (c["inline"].is_boolean() ? "#/$defs/case" : "");
     } else {
       uri = base + c["schema"].get<std::string>() + "#" + c.value("pointer", "");
     }

@@ -38,16 +38,17 @@ TEST(SchemaRegistry, EmbeddedFilesAreExactlyTheProtoDirectory) {
     EXPECT_EQ(f.content, read_file(dir / f.path)) << f.path << " is stale in the binary";
   }
   EXPECT_EQ(embedded, on_disk);
-  EXPECT_TRUE(std::is_sorted(proto_files().begin(), proto_files().end(),
-                             [](const ProtoFile& a, const ProtoFile& b) { return a.path < b.path; }));
+  EXPECT_TRUE(
+      std::is_sorted(proto_files().begin(), proto_files().end(),
+                     [](const ProtoFile& a, const ProtoFile& b) { return a.path < b.path; }));
 }
 
 TEST(SchemaRegistry, ListsEveryMethodWithParamsAndResult) {
   const auto& reg = SchemaRegistry::embedded();
   const std::vector<std::string> expected = {
-      "config.get", "log.set_level", "port.add",   "port.get",      "port.list",
-      "port.remove", "stats.get",    "stats.reset", "status",       "tunables.get",
-      "tunables.set", "uplink.add",  "uplink.list", "uplink.remove", "version"};
+      "config.get",   "log.set_level", "port.add",    "port.get",      "port.list",
+      "port.remove",  "stats.get",     "stats.reset", "status",        "tunables.get",
+      "tunables.set", "uplink.add",    "uplink.list", "uplink.remove", "version"};
   EXPECT_EQ(reg.methods(), expected);
   for (const auto& m : reg.methods()) {
     EXPECT_TRUE(reg.has_method(m)) << m;
@@ -80,10 +81,11 @@ TEST(SchemaRegistry, ConfigAndEnvelopeSchemas) {
     EXPECT_NE(reg.config_def(def), nullptr) << def;
   }
   EXPECT_EQ(reg.config_def("nope"), nullptr);
-  EXPECT_TRUE(validate(reg.rpc_request(), {{"jsonrpc", "2.0"}, {"method", "status"}, {"id", 1}})
-                  .empty());
   EXPECT_TRUE(
-      validate(reg.rpc_response(), {{"jsonrpc", "2.0"}, {"result", {{"a", 1}}}, {"id", "x"}}).empty());
+      validate(reg.rpc_request(), {{"jsonrpc", "2.0"}, {"method", "status"}, {"id", 1}}).empty());
+  EXPECT_TRUE(
+      validate(reg.rpc_response(), {{"jsonrpc", "2.0"}, {"result", {{"a", 1}}}, {"id", "x"}})
+          .empty());
   EXPECT_NE(reg.find(std::string(kProtoBaseUri) + "types.schema.json#/$defs/port_stats"), nullptr);
 }
 

@@ -37,8 +37,8 @@ struct Node {
 };
 
 struct GuestPortTest : ::testing::Test {
-  void build(std::uint64_t fa = test::default_features(), std::uint64_t fb = test::default_features(),
-             PortTunables ta = {}) {
+  void build(std::uint64_t fa = test::default_features(),
+             std::uint64_t fb = test::default_features(), PortTunables ta = {}) {
     a = std::make_unique<Node>(1, kMacA, fa, ta);
     b = std::make_unique<Node>(2, kMacB, fb);
     auto table = std::make_shared<SwitchTable>();

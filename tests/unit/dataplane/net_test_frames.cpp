@@ -9,7 +9,8 @@ namespace xdpvhost::dataplane::test {
 namespace {
 
 std::uint32_t sum16(const std::uint8_t* p, std::size_t n, std::uint32_t sum = 0) {
-  for (std::size_t i = 0; i + 1 < n; i += 2) sum += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
+  for (std::size_t i = 0; i + 1 < n; i += 2)
+    sum += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
   if (n & 1) sum += static_cast<std::uint32_t>(p[n - 1] << 8);
   return sum;
 }
@@ -19,7 +20,7 @@ std::uint16_t fold(std::uint32_t sum) {
 }
 std::uint32_t pseudo_header(const std::uint8_t* ip, std::size_t l4_len) {
   std::uint32_t sum = sum16(ip + 12, 8);  // source and destination address
-  sum += 17;                               // protocol UDP
+  sum += 17;                              // protocol UDP
   sum += static_cast<std::uint32_t>(l4_len);
   return sum;
 }

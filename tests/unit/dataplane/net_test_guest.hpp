@@ -34,8 +34,10 @@ struct ReceivedFrame {
 class NetTestGuest {
  public:
   explicit NetTestGuest(std::uint64_t features = default_features(), std::uint32_t size = 256)
-      : features(features), rx(size, virtio::has(features, virtio::Feature::kRingEventIdx)),
-        tx(size, virtio::has(features, virtio::Feature::kRingEventIdx)), size_(size) {
+      : features(features),
+        rx(size, virtio::has(features, virtio::Feature::kRingEventIdx)),
+        tx(size, virtio::has(features, virtio::Feature::kRingEventIdx)),
+        size_(size) {
     rx_kick = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     rx_call = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     tx_kick = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -101,7 +103,8 @@ class NetTestGuest {
     while (rx_used_ != rx.used_idx()) {
       ReceivedFrame f;
       auto e = rx.used(rx_used_++);
-      std::vector<std::uint8_t> bytes(rx.host(rx_buffers_[e.id]), rx.host(rx_buffers_[e.id]) + e.len);
+      std::vector<std::uint8_t> bytes(rx.host(rx_buffers_[e.id]),
+                                      rx.host(rx_buffers_[e.id]) + e.len);
       std::memcpy(&f.header, bytes.data(), header_size());
       f.buffers = virtio::has(features, virtio::Feature::kNetMrgRxbuf) ? f.header.num_buffers : 1;
       f.bytes.assign(bytes.begin() + header_size(), bytes.end());

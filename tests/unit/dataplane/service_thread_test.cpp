@@ -35,7 +35,8 @@ bool eventually(Fn done) {
 
 struct Attached {
   Attached(Dataplane& dp, std::uint16_t thread, const std::uint8_t mac[6])
-      : dp(dp), thread(thread),
+      : dp(dp),
+        thread(thread),
         port(dp.allocate_port_id(), "p", MacAddress::from(mac), Port::kNoUplinkId,
              GuestPort::Options{}) {
     dp.attach(port, thread);
@@ -76,7 +77,8 @@ TEST(ServiceThread, FramesCrossThreadsThroughMailboxes) {
     to_b += b.guest.received().size();
     to_a += a.guest.received().size();
     return to_b == 100 && to_a == 50;
-  })) << to_b << " " << to_a;
+  })) << to_b
+      << " " << to_a;
   EXPECT_EQ(a.port.counters().rx_packets.get(), 100u);
   EXPECT_EQ(b.port.counters().tx_packets.get(), 100u);
 }
@@ -86,7 +88,8 @@ TEST(ServiceThread, SleepingThreadIsWokenByEveryKickWithoutLosingOne) {
   Attached a(dp, 0, kMacA), b(dp, 0, kMacB);
   b.guest.post_rx(256);
   for (int i = 0; i < 200; ++i) {
-    ASSERT_TRUE(eventually([&] { return dp.thread(0).state() == ServiceThread::State::kSleeping; }));
+    ASSERT_TRUE(
+        eventually([&] { return dp.thread(0).state() == ServiceThread::State::kSleeping; }));
     a.guest.send(test::udp_frame(kMacB, kMacA, 64));  // adds the chain, then kicks
     ASSERT_TRUE(eventually([&] { return b.guest.received().size() == 1; })) << "frame " << i;
   }
@@ -99,7 +102,8 @@ TEST(ServiceThread, SleepingThreadWakesForFramesFromAnotherThread) {
   Attached a(dp, 0, kMacA), b(dp, 1, kMacB);
   b.guest.post_rx(256);
   for (int i = 0; i < 100; ++i) {
-    ASSERT_TRUE(eventually([&] { return dp.thread(1).state() == ServiceThread::State::kSleeping; }));
+    ASSERT_TRUE(
+        eventually([&] { return dp.thread(1).state() == ServiceThread::State::kSleeping; }));
     a.guest.send(test::udp_frame(kMacB, kMacA, 64));
     ASSERT_TRUE(eventually([&] { return b.guest.received().size() == 1; })) << "frame " << i;
   }
@@ -148,7 +152,9 @@ TEST(ServiceThread, DetachedPortIsNoLongerReachable) {
   }
   a->guest.send(test::udp_frame(kMacB, kMacA, 64));
   ASSERT_TRUE(eventually([&] { return a->guest.tx_completed() == 1; }));
-  EXPECT_EQ(a->port.counters().drops[static_cast<std::size_t>(DropReason::kUnknownDestination)].get(), 1u);
+  EXPECT_EQ(
+      a->port.counters().drops[static_cast<std::size_t>(DropReason::kUnknownDestination)].get(),
+      1u);
 }
 
 }  // namespace

@@ -42,12 +42,16 @@ Message make(Request r, const void* payload = nullptr, std::uint32_t size = 0) {
   if (size) std::memcpy(m.payload.data(), payload, size);
   return m;
 }
-Message u64(Request r, std::uint64_t v) { return make(r, &v, 8); }
+Message u64(Request r, std::uint64_t v) {
+  return make(r, &v, 8);
+}
 Message state(Request r, std::uint32_t index, std::uint32_t num) {
   VringState s{index, num};
   return make(r, &s, sizeof s);
 }
-sys::UniqueFd eventfd() { return sys::UniqueFd(::eventfd(0, EFD_CLOEXEC)); }
+sys::UniqueFd eventfd() {
+  return sys::UniqueFd(::eventfd(0, EFD_CLOEXEC));
+}
 
 struct DeviceTest : ::testing::Test {
   RecordingBackend backend;

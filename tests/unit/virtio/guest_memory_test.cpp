@@ -18,7 +18,9 @@ sys::UniqueFd make_memfd(std::uint64_t size) {
   return fd;
 }
 
-sys::UniqueFd dup(const sys::UniqueFd& fd) { return sys::UniqueFd(::dup(fd.get())); }
+sys::UniqueFd dup(const sys::UniqueFd& fd) {
+  return sys::UniqueFd(::dup(fd.get()));
+}
 
 // Two regions of one fd, as QEMU sends them for a guest with more than about
 // 2.75 GiB: [0, 1 MiB) at fd offset 0 and [1 MiB, 3 MiB) at fd offset 1 MiB,

@@ -19,7 +19,8 @@ class TestRing {
   static constexpr std::uint64_t kBase = 0x100000;
   static constexpr std::uint64_t kSize = 8 << 20;
 
-  explicit TestRing(std::uint32_t num = 8, bool event_idx = false) : num_(num), event_idx_(event_idx) {
+  explicit TestRing(std::uint32_t num = 8, bool event_idx = false)
+      : num_(num), event_idx_(event_idx) {
     storage_.assign(kSize + 4096, 0);
     // 4 KiB aligned start for the rings.
     auto addr = reinterpret_cast<std::uintptr_t>(storage_.data());
@@ -65,7 +66,9 @@ class TestRing {
     avail_idx_ = idx;
     reinterpret_cast<std::uint16_t*>(host(avail_gpa))[1] = idx;
   }
-  void set_avail_flags(std::uint16_t f) { reinterpret_cast<std::uint16_t*>(host(avail_gpa))[0] = f; }
+  void set_avail_flags(std::uint16_t f) {
+    reinterpret_cast<std::uint16_t*>(host(avail_gpa))[0] = f;
+  }
   void set_used_event(std::uint16_t e) {
     reinterpret_cast<std::uint16_t*>(host(avail_gpa))[2 + num_] = e;
   }
