@@ -54,6 +54,11 @@ def main():
                     help="ICMP client scheduling: SCHED_FIFO 10 (default) or nice -20 only")
     ap.add_argument("--lock-wait", type=float, default=300, help="seconds to wait for another run to finish")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--perf", metavar="DIR",
+                    help="record each scenario with perf (software clock) over the backend's "
+                    "processes; data and flat reports go to DIR")
+    ap.add_argument("--scenarios", help="comma-separated subset of scenario names to run "
+                    "(e.g. guest_to_outside,request_response); default all")
     ap.add_argument("--summary-only", metavar="JSONL",
                     help="only rebuild summary.md and the plots from an existing results.jsonl")
     args = ap.parse_args()

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from . import backends, cpu_account, launch, records, scenarios, summary
+from . import backends, cpu_account, launch, perf_profile, records, scenarios, summary
 from .backends import Unavailable
 from .console import ConsoleError
 from .load_tools import ToolError, XdpCounter
@@ -171,6 +171,8 @@ def run_slot(ctx, name, rep):
         log(f"  probe: {pr['g2o_frames']} frames guest->outside, "
             f"{pr['o2g_delivered']}/{pr['o2g_sent']} outside->guest")
         items = plan + (sweep_list(cfg, rep) if sut.tunable else [])
+        if ctx.only:
+            items = [it for it in items if it[0] in ctx.only]
         for i, item in enumerate(items):
             check_stop()
             scen, params, needs, tunables, fn = item
@@ -190,7 +192,12 @@ def run_slot(ctx, name, rep):
                 applied = None
                 if tunables:
                     applied = sut.set_tunables(**tunables)["tunables"]
-                res = fn(ctx, sut)
+                if ctx.perf:
+                    res = ctx.perf.around(ctx.groups["backend"].pids(),
+                                          ctx.perf.file_stem(rep, name, scen, params),
+                                          lambda: fn(ctx, sut))
+                else:
+                    res = fn(ctx, sut)
                 if applied:
                     res["tunables"] = applied
                 rec.write(rep, name, scen, params, "ok", result=res, load_before=lb)
@@ -264,6 +271,8 @@ def run(args, profile):
     ctx.tools = args.tools_dir
     ctx.xdpvhostd = args.xdpvhostd
     ctx.hints = {}
+    ctx.perf = perf_profile.PerfRecorder(os.path.abspath(args.perf)) if args.perf else None
+    ctx.only = set(s.strip() for s in args.scenarios.split(",")) if args.scenarios else None
     os.makedirs(WORKDIR, exist_ok=True)
     kind, root = cpu_account.detect()
     pmu, pmu_reason = cpu_account.pmu_available()
