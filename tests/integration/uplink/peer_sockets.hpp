@@ -8,9 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "support/icmp_socket.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace xdpvhost::uplink_test {
+
+using test_support::EchoReply;
+using test_support::IcmpSocket;
 
 struct Datagram {
   std::vector<std::uint8_t> payload;
@@ -30,30 +34,6 @@ class UdpSocket {
 
  private:
   sys::UniqueFd fd_;
-};
-
-struct EchoReply {
-  std::string from_ip;
-  std::uint16_t id = 0, seq = 0;
-  std::vector<std::uint8_t> payload;
-};
-
-// Raw ICMP socket: echo requests out, echo replies (of our id) in.
-class IcmpSocket {
- public:
-  explicit IcmpSocket(std::uint16_t id);
-  bool valid() const noexcept { return fd_.valid(); }
-  bool send_echo(const std::string& ip, std::uint16_t seq,
-                 const std::vector<std::uint8_t>& payload);
-  std::optional<EchoReply> receive_reply(int timeout_ms);
-  // Sends `count` requests one after the other, each waiting up to
-  // timeout_ms for its reply; returns the replies that came back.
-  int ping(const std::string& ip, int count, int timeout_ms = 2000);
-
- private:
-  sys::UniqueFd fd_;
-  std::uint16_t id_;
-  std::uint16_t next_seq_ = 1;
 };
 
 // AF_PACKET socket bound to one interface (all EtherTypes unless given).

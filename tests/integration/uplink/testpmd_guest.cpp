@@ -11,9 +11,11 @@
 #include <sstream>
 #include <thread>
 
-#include "shell_command.hpp"
+#include "support/shell_command.hpp"
 
 namespace xdpvhost::uplink_test {
+
+using test_support::run_shell;
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
@@ -25,7 +27,7 @@ TestpmdGuest::TestpmdGuest(Options options)
 
 TestpmdGuest::~TestpmdGuest() {
   quit();
-  run("rm -rf /var/run/dpdk/" + prefix_);
+  run_shell("rm -rf /var/run/dpdk/" + prefix_);
 }
 
 bool TestpmdGuest::start(std::string& error) {

@@ -5,14 +5,16 @@
 #include <thread>
 
 #include "peer_sockets.hpp"
-#include "shell_command.hpp"
+#include "support/shell_command.hpp"
 
 namespace xdpvhost::uplink_test {
 
+using test_support::run_shell;
+
 void UplinkTest::SetUp() {
   workdir_ = "/tmp/xdpvhost-uplink-" + std::to_string(::getpid());
-  run("rm -rf " + workdir_);
-  ASSERT_EQ(run("mkdir -p " + workdir_), 0);
+  run_shell("rm -rf " + workdir_);
+  ASSERT_EQ(run_shell("mkdir -p " + workdir_), 0);
   std::string error;
   ASSERT_TRUE(lab_.create_namespaces(error)) << error;
   ASSERT_TRUE(lab_.create_veth(error)) << error;
@@ -28,7 +30,7 @@ void UplinkTest::TearDown() {
     daemon_.reset();
   }
   if (!HasFailure())
-    run("rm -rf " + workdir_);
+    run_shell("rm -rf " + workdir_);
   else
     std::cerr << "logs kept in " << workdir_ << "\n";
 }

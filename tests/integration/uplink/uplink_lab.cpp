@@ -1,53 +1,20 @@
 #include "uplink_lab.hpp"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "shell_command.hpp"
+#include "support/shell_command.hpp"
 
 namespace xdpvhost::uplink_test {
 
 using nlohmann::json;
-
-NetnsScope::NetnsScope(int ns_fd) {
-  original_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  ok_ = original_ && ::setns(ns_fd, CLONE_NEWNET) == 0;
-}
-
-NetnsScope::~NetnsScope() {
-  if (original_) (void)::setns(original_.get(), CLONE_NEWNET);
-}
+using test_support::run_shell;
 
 namespace {
 
-bool pid_alive(pid_t pid) {
-  return ::kill(pid, 0) == 0 || errno == EPERM;
-}
-
-// xvu-<pid>-node / xvu-<pid>-peer of processes that no longer exist.
-void remove_orphaned_namespaces() {
-  DIR* dir = ::opendir("/var/run/netns");
-  if (dir == nullptr) return;
-  std::vector<std::string> doomed;
-  while (const dirent* e = ::readdir(dir)) {
-    int pid = 0;
-    char tail[16] = {};
-    if (std::sscanf(e->d_name, "xvu-%d-%15s", &pid, tail) == 2 && pid > 0 && !pid_alive(pid))
-      doomed.emplace_back(e->d_name);
-  }
-  ::closedir(dir);
-  for (const std::string& ns : doomed) run("ip netns del " + ns);
-}
+constexpr std::string_view kNamespacePrefix = "xvu-";
 
 std::uint64_t get_u64(const json& j, const char* a, const char* b) {
   if (!j.contains(a) || !j[a].contains(b)) return 0;
@@ -56,73 +23,37 @@ std::uint64_t get_u64(const json& j, const char* a, const char* b) {
 
 }  // namespace
 
-UplinkLab::UplinkLab() {
-  const std::string id = "xvu-" + std::to_string(::getpid());
-  node_ns_ = id + "-node";
-  peer_ns_ = id + "-peer";
-}
-
-UplinkLab::~UplinkLab() {
-  if (!created_) return;
-  node_fd_.reset();
-  peer_fd_.reset();
-  run("ip netns del " + node_ns_);
-  run("ip netns del " + peer_ns_);
-}
+UplinkLab::UplinkLab()
+    : node_(test_support::namespace_name(kNamespacePrefix, "node")),
+      peer_(test_support::namespace_name(kNamespacePrefix, "peer")) {}
 
 bool UplinkLab::create_namespaces(std::string& error) {
-  remove_orphaned_namespaces();
-  run("ip netns del " + node_ns_);
-  run("ip netns del " + peer_ns_);
-  created_ = true;
-  std::string script = "set -e; ";
-  for (const std::string& ns : {node_ns_, peer_ns_}) {
-    script += "ip netns add " + ns + "; ip netns exec " + ns +
-              " sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; "
-              "ip -n " +
-              ns + " link set lo up; ";
-  }
-  if (run(script, &error) != 0) return false;
-  node_fd_.reset(::open(("/var/run/netns/" + node_ns_).c_str(), O_RDONLY | O_CLOEXEC));
-  peer_fd_.reset(::open(("/var/run/netns/" + peer_ns_).c_str(), O_RDONLY | O_CLOEXEC));
-  if (!node_fd_ || !peer_fd_) {
-    error = "cannot open the namespaces";
-    return false;
-  }
-  error.clear();
-  return true;
+  test_support::remove_orphaned_namespaces(kNamespacePrefix);
+  return node_.create(error) && peer_.create(error);
 }
 
 bool UplinkLab::create_veth(std::string& error) {
-  const std::string n = "ip -n " + node_ns_ + " ";
-  const std::string p = "ip -n " + peer_ns_ + " ";
+  const std::string n = "ip -n " + node_ns() + " ";
+  const std::string p = "ip -n " + peer_ns() + " ";
   const std::string script =
       "set -e; " + n + "link add " + kNodeIf + " address " + kNodeMac + " type veth peer name " +
-      kPeerIf + " address " + kPeerMac + " netns " + peer_ns_ + "; " + n + "addr add " + kNodeIp +
+      kPeerIf + " address " + kPeerMac + " netns " + peer_ns() + "; " + n + "addr add " + kNodeIp +
       "/24 dev " + kNodeIf + "; " + p + "addr add " + kPeerIp + "/24 dev " + kPeerIf + "; " +
-      "ip netns exec " + peer_ns_ + " ethtool -K " + kPeerIf + " tx off >/dev/null; " + n +
+      "ip netns exec " + peer_ns() + " ethtool -K " + kPeerIf + " tx off >/dev/null; " + n +
       "link set " + kNodeIf + " up; " + p + "link set " + kPeerIf + " up";
-  if (run(script, &error) != 0) return false;
+  if (run_shell(script, &error) != 0) return false;
   error.clear();
   return true;
 }
 
 bool UplinkLab::delete_veth(std::string* error) {
-  return run("ip -n " + node_ns_ + " link del " + kNodeIf, error) == 0;
-}
-
-int UplinkLab::in_node(const std::string& command, std::string* output) const {
-  return run("ip netns exec " + node_ns_ + " " + command, output);
-}
-
-int UplinkLab::in_peer(const std::string& command, std::string* output) const {
-  return run("ip netns exec " + peer_ns_ + " " + command, output);
+  return run_shell("ip -n " + node_ns() + " link del " + kNodeIf, error) == 0;
 }
 
 LinkCounters UplinkLab::link_counters(const std::string& ns, const char* ifname) const {
   std::string out;
   LinkCounters c;
-  if (run("ip -n " + ns + " -s -j link show " + ifname, &out) != 0) return c;
+  if (run_shell("ip -n " + ns + " -s -j link show " + ifname, &out) != 0) return c;
   const json j = json::parse(out, nullptr, false);
   if (!j.is_array() || j.empty() || !j[0].contains("stats64")) return c;
   const json& s = j[0]["stats64"];
@@ -136,10 +67,10 @@ LinkCounters UplinkLab::link_counters(const std::string& ns, const char* ifname)
 }
 
 LinkCounters UplinkLab::node_link() const {
-  return link_counters(node_ns_, kNodeIf);
+  return link_counters(node_ns(), kNodeIf);
 }
 LinkCounters UplinkLab::peer_link() const {
-  return link_counters(peer_ns_, kPeerIf);
+  return link_counters(peer_ns(), kPeerIf);
 }
 
 SnmpCounters UplinkLab::peer_snmp() const {
@@ -193,7 +124,7 @@ std::vector<std::string> UplinkLab::node_fdb_self_permanent() const {
 std::vector<UplinkLab::XdpProgramInfo> UplinkLab::node_xdp_programs() const {
   std::vector<XdpProgramInfo> programs;
   std::string out;
-  if (run("ip -n " + node_ns_ + " -d -j link show " + kNodeIf, &out) != 0) return programs;
+  if (run_shell("ip -n " + node_ns() + " -d -j link show " + kNodeIf, &out) != 0) return programs;
   const json j = json::parse(out, nullptr, false);
   if (!j.is_array() || j.empty() || !j[0].contains("xdp")) return programs;
   const json& xdp = j[0]["xdp"];
@@ -211,7 +142,7 @@ std::vector<UplinkLab::XdpProgramInfo> UplinkLab::node_xdp_programs() const {
 
 int UplinkLab::node_promiscuity() const {
   std::string out;
-  if (run("ip -n " + node_ns_ + " -d -j link show " + kNodeIf, &out) != 0) return -1;
+  if (run_shell("ip -n " + node_ns() + " -d -j link show " + kNodeIf, &out) != 0) return -1;
   const json j = json::parse(out, nullptr, false);
   if (!j.is_array() || j.empty()) return -1;
   return j[0].value("promiscuity", -1);
@@ -219,7 +150,7 @@ int UplinkLab::node_promiscuity() const {
 
 std::string UplinkLab::node_operstate() const {
   std::string out;
-  if (run("ip -n " + node_ns_ + " -j link show " + kNodeIf, &out) != 0) return "";
+  if (run_shell("ip -n " + node_ns() + " -j link show " + kNodeIf, &out) != 0) return "";
   const json j = json::parse(out, nullptr, false);
   if (!j.is_array() || j.empty()) return "";
   return j[0].value("operstate", "");

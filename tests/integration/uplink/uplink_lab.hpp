@@ -17,9 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "sys/unique_fd.hpp"
+#include "support/test_namespace.hpp"
 
 namespace xdpvhost::uplink_test {
+
+using test_support::NetnsScope;
 
 struct LinkCounters {
   std::uint64_t rx_packets = 0, rx_bytes = 0, rx_dropped = 0;
@@ -28,21 +30,6 @@ struct LinkCounters {
 
 // "Udp.InDatagrams" -> value, from /proc/net/snmp.
 using SnmpCounters = std::map<std::string, std::uint64_t>;
-
-// Moves the calling thread into a network namespace for its lifetime;
-// sockets created meanwhile stay in that namespace.
-class NetnsScope {
- public:
-  explicit NetnsScope(int ns_fd);
-  ~NetnsScope();
-  NetnsScope(const NetnsScope&) = delete;
-  NetnsScope& operator=(const NetnsScope&) = delete;
-  bool ok() const noexcept { return ok_; }
-
- private:
-  sys::UniqueFd original_;
-  bool ok_ = false;
-};
 
 class UplinkLab {
  public:
@@ -54,7 +41,6 @@ class UplinkLab {
   static constexpr const char* kPeerIp = "10.99.0.1";
 
   UplinkLab();
-  ~UplinkLab();
   UplinkLab(const UplinkLab&) = delete;
   UplinkLab& operator=(const UplinkLab&) = delete;
 
@@ -64,14 +50,18 @@ class UplinkLab {
   bool create_veth(std::string& error);
   bool delete_veth(std::string* error = nullptr);
 
-  const std::string& node_ns() const noexcept { return node_ns_; }
-  const std::string& peer_ns() const noexcept { return peer_ns_; }
-  int node_fd() const noexcept { return node_fd_.get(); }
-  int peer_fd() const noexcept { return peer_fd_.get(); }
+  const std::string& node_ns() const noexcept { return node_.name(); }
+  const std::string& peer_ns() const noexcept { return peer_.name(); }
+  int node_fd() const noexcept { return node_.fd(); }
+  int peer_fd() const noexcept { return peer_.fd(); }
 
   // "ip netns exec <ns> " + command.
-  int in_node(const std::string& command, std::string* output = nullptr) const;
-  int in_peer(const std::string& command, std::string* output = nullptr) const;
+  int in_node(const std::string& command, std::string* output = nullptr) const {
+    return node_.exec(command, output);
+  }
+  int in_peer(const std::string& command, std::string* output = nullptr) const {
+    return peer_.exec(command, output);
+  }
 
   LinkCounters node_link() const;
   LinkCounters peer_link() const;
@@ -95,9 +85,7 @@ class UplinkLab {
   LinkCounters link_counters(const std::string& ns, const char* ifname) const;
   static SnmpCounters snmp(int ns_fd);
 
-  std::string node_ns_, peer_ns_;
-  sys::UniqueFd node_fd_, peer_fd_;
-  bool created_ = false;
+  test_support::TestNamespace node_, peer_;
 };
 
 }  // namespace xdpvhost::uplink_test

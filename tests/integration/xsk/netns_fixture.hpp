@@ -11,17 +11,18 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "support/shell_command.hpp"
+#include "support/test_namespace.hpp"
 #include "sys/unique_fd.hpp"
 #include "xsk/mac_address.hpp"
 
 namespace xdpvhost::xsk::test {
 
-// Runs `command` with /bin/sh; returns its exit status (-1 if it did not
-// exit). Output (stdout and stderr) goes to `output` if given.
-int run(const std::string& command, std::string* output = nullptr);
+using test_support::run_shell;
 
 // The experimental EtherType tests use for raw frames (IEEE 802 local).
 constexpr std::uint16_t kTestEtherType = 0x88b5;
@@ -34,8 +35,8 @@ std::vector<std::uint8_t> make_frame(const MacAddress& dst, const MacAddress& sr
 std::uint32_t frame_seq(const std::uint8_t* frame);
 
 // Sends `count` ICMP echo requests to ipv4 from the calling thread's
-// namespace (raw socket, the kernel on the other side answers) and returns
-// how many replies came back, waiting up to timeout_ms for each.
+// namespace (test_support::IcmpSocket, the kernel on the other side answers)
+// and returns how many replies came back, waiting up to timeout_ms for each.
 int icmp_ping(const std::string& ipv4, int count, int timeout_ms = 2000);
 
 // AF_PACKET socket bound to one interface and EtherType (non-blocking).
@@ -74,9 +75,8 @@ class NetnsPair : public ::testing::Test {
   MacAddress mac_a_{}, mac_b_{};
 
  private:
-  sys::UniqueFd original_ns_;
-  sys::UniqueFd fd_a_, fd_b_;
-  bool created_ = false;
+  std::optional<test_support::TestNamespace> a_, b_;
+  std::optional<test_support::NetnsScope> in_a_;
 };
 
 MacAddress read_mac(const std::string& ns, const std::string& ifname);

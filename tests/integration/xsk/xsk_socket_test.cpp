@@ -404,7 +404,7 @@ TEST_F(XskSocketTest, HugepageRequestFallsBackAndSaysSo) {
   auto umem = Umem::create(config, error);
   ASSERT_TRUE(umem) << error;
   std::string pages;
-  run("cat /proc/sys/vm/nr_hugepages", &pages);
+  run_shell("cat /proc/sys/vm/nr_hugepages", &pages);
   if (std::stoi(pages) == 0) {
     EXPECT_FALSE(umem->on_hugepages());
   }

@@ -4,9 +4,9 @@
 
 #include <cstdio>
 
-namespace xdpvhost::uplink_test {
+namespace xdpvhost::test_support {
 
-int run(const std::string& command, std::string* output) {
+int run_shell(const std::string& command, std::string* output) {
   const std::string full = command + " 2>&1";
   FILE* pipe = ::popen(full.c_str(), "r");
   if (pipe == nullptr) return -1;
@@ -19,4 +19,4 @@ int run(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-}  // namespace xdpvhost::uplink_test
+}  // namespace xdpvhost::test_support
