@@ -15,7 +15,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-# XDPVHOST_DEMO_BUILT=1: the tree is already built (the demo's own test in CI).
+# XDPVHOST_DEMO_BUILT=1: the tree is already built, in XDPVHOST_BUILD_DIR
+# (default build/): how the demo's own test (dpdk.demo) runs it in CI.
 if [ "${XDPVHOST_DEMO_BUILT:-0}" != 1 ]; then
   ./scripts/bootstrap.sh
   ./scripts/build.sh release xdpvhostd xdpvhostctl xdpvhost_bpf
@@ -24,9 +25,9 @@ fi
 DIR=/tmp/xdpvhost-demo
 NODE=xvdemo-node
 PEER=xvdemo-peer
-DAEMON=$ROOT/build/daemon/xdpvhostd
-CTL="$ROOT/build/daemon/ctl/xdpvhostctl --socket $DIR/control.sock"
-[ -x "$ROOT/build/daemon/ctl/xdpvhostctl" ] || CTL="$(find "$ROOT/build" -name xdpvhostctl -type f | head -1) --socket $DIR/control.sock"
+BUILD=${XDPVHOST_BUILD_DIR:-$ROOT/build}
+DAEMON=$BUILD/daemon/xdpvhostd
+CTL="$BUILD/daemon/ctl/xdpvhostctl --socket $DIR/control.sock"
 
 cleanup() {
   set +e
