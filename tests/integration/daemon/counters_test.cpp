@@ -57,11 +57,8 @@ TEST_P(Counters, PacketsBytesKicksAndInterruptsMatchTheFrontends) {
   start_daemon({port("a", 1), port("b", 2)}, {{"busy_poll_us", 0}});
   fe::NegotiateOptions o;
   o.event_idx = event_idx;
-  auto a = connect_guest("a", o);
-  auto b = connect_guest("b", o);
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a", o);
+  auto b = connect_receiving_guest("b", o);
   std::vector<Bytes> ab, ba;
   for (std::uint32_t i = 0; i < 500; ++i)
     ab.push_back(numbered_frame(kMacB, kMacA, i, 18 + (i * 31) % 1455));
@@ -122,9 +119,8 @@ TEST_P(SignalBatch, OneDecisionPerBatchAndNoInterruptWhenTheGuestSaysSo) {
   fe::NegotiateOptions o;
   o.event_idx = event_idx;
   auto a = connect_guest("a", o);
-  auto b = connect_guest("b", o);
-  ASSERT_TRUE(a && b);
-  post_rx(*b);
+  auto b = connect_receiving_guest("b", o);
+  ASSERT_TRUE(a);
   ASSERT_EQ(port_get("b").at("tunables").at("signal_batch"), 4);
 
   // 64 frames made available at once and kicked once: one burst, 16 batches
@@ -191,11 +187,8 @@ TEST_P(PingPong, NoFrameIsLostOverThousandsOfRequestResponseExchanges) {
   start_daemon({port("a", 1), port("b", 2)}, {{"busy_poll_us", c.busy_poll_us}});
   fe::NegotiateOptions o;
   o.event_idx = c.event_idx;
-  auto a = connect_guest("a", o);
-  auto b = connect_guest("b", o);
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a", o);
+  auto b = connect_receiving_guest("b", o);
   const auto status = rpc().call("status");
   ASSERT_EQ(status.at("threads").size(), 1u);
   EXPECT_EQ(status.at("threads")[0].at("busy_poll_us"), c.busy_poll_us);
@@ -256,11 +249,8 @@ class RunTime : public DaemonTest {};
 
 TEST_F(RunTime, TunablesAndStatsResetAtRunTime) {
   start_daemon({port("a", 1), port("b", 2)}, {{"busy_poll_us", 0}});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   ASSERT_TRUE(exchange(*a, kMacA, *b, kMacB, 50, 0));
   rpc().call("tunables.set", {{"busy_poll_us", 50}});
   EXPECT_TRUE(

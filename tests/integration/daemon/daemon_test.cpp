@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "guest_traffic.hpp"
+
 namespace xdpvhost::integration {
 
 using nlohmann::json;
@@ -130,6 +132,16 @@ std::unique_ptr<fe::Frontend> DaemonTest::connect_guest(const std::string& name,
     ADD_FAILURE() << "negotiate on " << name << ": " << g->last_error();
     return nullptr;
   }
+  return g;
+}
+
+std::unique_ptr<fe::Frontend> DaemonTest::connect_receiving_guest(
+    const std::string& name, const fe::NegotiateOptions& options, const fe::ArenaOptions& memory) {
+  auto g = connect_guest(name, options, memory);
+  if (!g) throw std::runtime_error("no negotiated guest on port " + name);
+  if (post_rx(*g) == 0)
+    throw std::runtime_error("no receive buffer could be posted on port " + name + ": " +
+                             g->net().last_error());
   return g;
 }
 

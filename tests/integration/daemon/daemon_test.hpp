@@ -77,6 +77,12 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<fe::Frontend> connect_guest(const std::string& name,
                                               const fe::NegotiateOptions& options = {},
                                               const fe::ArenaOptions& memory = {});
+  // connect_guest() and then post_rx() with its defaults: a full ring of
+  // 2048-byte receive buffers on every queue pair. Throws (ending the test,
+  // like start_daemon) if the guest does not come up or no buffer fits.
+  std::unique_ptr<fe::Frontend> connect_receiving_guest(const std::string& name,
+                                                        const fe::NegotiateOptions& options = {},
+                                                        const fe::ArenaOptions& memory = {});
   // Connected but not negotiated.
   std::unique_ptr<fe::Frontend> open_guest(const std::string& name,
                                            const fe::ArenaOptions& memory = {});

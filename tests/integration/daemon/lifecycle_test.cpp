@@ -23,9 +23,7 @@ class Lifecycle : public DaemonTest {};
 
 TEST_F(Lifecycle, DisconnectMidTrafficThenANewFrontendFindsACleanPort) {
   start_daemon({port("a", 1), port("b", 2)});
-  auto b = connect_guest("b");
-  ASSERT_TRUE(b);
-  post_rx(*b);
+  auto b = connect_receiving_guest("b");
   std::vector<Bytes> sent;
   for (std::uint32_t i = 0; i < 200; ++i) sent.push_back(numbered_frame(kMacB, kMacA, i, 300));
   {
@@ -50,9 +48,7 @@ TEST_F(Lifecycle, DisconnectMidTrafficThenANewFrontendFindsACleanPort) {
                                      sent.begin() + 10 + static_cast<std::ptrdiff_t>(got.size())),
                   got));
 
-  auto a = connect_guest("a");
-  ASSERT_TRUE(a);
-  post_rx(*a);
+  auto a = connect_receiving_guest("a");
   EXPECT_TRUE(exchange(*a, kMacA, *b, kMacB, 100, 1000));
   EXPECT_EQ(port_state("a"), "running");
   EXPECT_EQ(port_state("b"), "running");
@@ -60,11 +56,8 @@ TEST_F(Lifecycle, DisconnectMidTrafficThenANewFrontendFindsACleanPort) {
 
 TEST_F(Lifecycle, ReconnectResumingTheOldRingsLosesAndRepeatsNothing) {
   start_daemon({port("a", 1), port("b", 2)});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   ASSERT_TRUE(exchange(*a, kMacA, *b, kMacB, 100, 0));
   ASSERT_TRUE(tx_drained(*a));
   a->disconnect();  // QEMU keeps the rings and takes used->idx as the next base
@@ -84,11 +77,8 @@ TEST_F(Lifecycle, ReconnectResumingTheOldRingsLosesAndRepeatsNothing) {
 
 TEST_F(Lifecycle, GetVringBaseReportsTheFramesTakenAndStopStartResumes) {
   start_daemon({port("a", 1), port("b", 2)});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   std::vector<Bytes> ab;
   for (std::uint32_t i = 0; i < 300; ++i) ab.push_back(numbered_frame(kMacB, kMacA, i, 200));
   ASSERT_TRUE(stream(*a, *b, ab));
@@ -123,11 +113,8 @@ TEST_F(Lifecycle, GetVringBaseReportsTheFramesTakenAndStopStartResumes) {
 
 TEST_F(Lifecycle, ResetDeviceThenANewNegotiationWorks) {
   start_daemon({port("a", 1), port("b", 2)});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   ASSERT_TRUE(exchange(*a, kMacA, *b, kMacB, 30, 0));
   ASSERT_TRUE(a->channel().reset_device()) << a->channel().last_error();
   EXPECT_TRUE(wait_until([&] { return port_state("a") == "connected"; })) << port_get("a").dump();
@@ -143,9 +130,7 @@ TEST_F(Lifecycle, ResetDeviceThenANewNegotiationWorks) {
 
 TEST_F(Lifecycle, ClientModeConnectsAndReconnectsWhenTheFrontendComesBack) {
   start_daemon({port("c", 3, {{"mode", "client"}}), port("b", 2)});
-  auto b = connect_guest("b");
-  ASSERT_TRUE(b);
-  post_rx(*b);
+  auto b = connect_receiving_guest("b");
   EXPECT_EQ(port_state("c"), "waiting");
   fe::FrontendOptions o;
   o.socket_path = socket_path("c");
@@ -177,11 +162,8 @@ TEST_F(Lifecycle, ClientModeConnectsAndReconnectsWhenTheFrontendComesBack) {
 
 TEST_F(Lifecycle, ASecondFrontendOnTheSameSocketIsRefused) {
   start_daemon({port("a", 1), port("b", 2)});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   std::string error;
   auto second = fe::VhostUserChannel::connect_to(socket_path("a"), 5s, &error);
   ASSERT_TRUE(second.connected()) << error;
@@ -194,20 +176,15 @@ TEST_F(Lifecycle, ASecondFrontendOnTheSameSocketIsRefused) {
 
 TEST_F(Lifecycle, PortsAddedAndRemovedWhileOthersRun) {
   start_daemon({port("a", 1), port("b", 2)});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   ASSERT_TRUE(exchange(*a, kMacA, *b, kMacB, 20, 0));
 
   const auto added = rpc().call("port.add", port("c", 3));
   EXPECT_EQ(added.at("name"), "c");
   EXPECT_EQ(added.at("state"), "waiting");
   EXPECT_TRUE(std::filesystem::exists(socket_path("c")));
-  auto c = connect_guest("c");
-  ASSERT_TRUE(c);
-  post_rx(*c);
+  auto c = connect_receiving_guest("c");
   EXPECT_TRUE(exchange(*a, kMacA, *c, kMacC, 20, 100));
   EXPECT_TRUE(exchange(*b, kMacB, *c, kMacC, 20, 200));
 
@@ -227,9 +204,7 @@ TEST_F(Lifecycle, PortsAddedAndRemovedWhileOthersRun) {
 
   // The name, MAC and socket can be used again.
   rpc().call("port.add", port("b", 2));
-  auto b2 = connect_guest("b");
-  ASSERT_TRUE(b2);
-  post_rx(*b2);
+  auto b2 = connect_receiving_guest("b");
   EXPECT_TRUE(exchange(*a, kMacA, *b2, kMacB, 20, 400));
   const auto list = rpc().call("port.list");
   EXPECT_EQ(list.size(), 3u) << list.dump();
@@ -237,11 +212,8 @@ TEST_F(Lifecycle, PortsAddedAndRemovedWhileOthersRun) {
 
 TEST_F(Lifecycle, SigtermWithGuestsConnectedAndTrafficFlowingExitsCleanly) {
   start_daemon({port("a", 1), port("b", 2)});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   ASSERT_TRUE(exchange(*a, kMacA, *b, kMacB, 20, 0));
   for (std::uint32_t i = 0; i < 100; ++i) a->send_frame(numbered_frame(kMacB, kMacA, 100 + i));
   EXPECT_EQ(daemon().terminate(10s), std::optional<int>(0));

@@ -65,11 +65,8 @@ class MalformedMessages : public DaemonTest {
     DaemonTest::SetUp();
     // Pure event mode: a lost kick fd would stall the datapath, not hide.
     start_daemon({port("vm1", 1), port("vm2", 2)}, {{"busy_poll_us", 0}});
-    g_ = connect_guest("vm1");
-    peer_ = connect_guest("vm2");
-    ASSERT_TRUE(g_ && peer_);
-    post_rx(*g_);
-    post_rx(*peer_);
+    g_ = connect_receiving_guest("vm1");
+    peer_ = connect_receiving_guest("vm2");
     ASSERT_TRUE(exchange(*g_, kMacG, *peer_, kMacPeer, 5, 0));
     before_ = port_get("vm1");
   }
@@ -289,9 +286,7 @@ class LostFraming : public DaemonTest, public ::testing::WithParamInterface<Fram
 
 TEST_P(LostFraming, ClosesTheConnectionAndServesTheNextFrontend) {
   start_daemon({port("vm1", 1), port("vm2", 2)});
-  auto peer = connect_guest("vm2");
-  ASSERT_TRUE(peer);
-  post_rx(*peer);
+  auto peer = connect_receiving_guest("vm2");
   {
     auto g = connect_guest("vm1");
     ASSERT_TRUE(g);
@@ -308,9 +303,7 @@ TEST_P(LostFraming, ClosesTheConnectionAndServesTheNextFrontend) {
         << port_get("vm1").dump();
     EXPECT_TRUE(port_get("vm1").at("queues").empty()) << port_get("vm1").dump();
   }
-  auto g = connect_guest("vm1");
-  ASSERT_TRUE(g);
-  post_rx(*g);
+  auto g = connect_receiving_guest("vm1");
   EXPECT_TRUE(exchange(*g, kMacG, *peer, kMacPeer, 20, 1));
   EXPECT_EQ(port_state("vm1"), "running");
 }
@@ -337,11 +330,8 @@ class FdLeaks : public DaemonTest {};
 
 TEST_F(FdLeaks, TwoHundredBadMessagesLeakNoFd) {
   start_daemon({port("vm1", 1), port("vm2", 2)});
-  auto peer = connect_guest("vm2");
-  auto g = connect_guest("vm1");
-  ASSERT_TRUE(g && peer);
-  post_rx(*g);
-  post_rx(*peer);
+  auto peer = connect_receiving_guest("vm2");
+  auto g = connect_receiving_guest("vm1");
   ASSERT_TRUE(exchange(*g, kMacG, *peer, kMacPeer, 5, 0));
   ASSERT_EQ(port_state("vm1"), "running");  // the control connection is open from here on
   const std::size_t before = daemon().open_fds();

@@ -40,11 +40,9 @@ class MemoryTable : public DaemonTest {};
 TEST_F(MemoryTable, RegionLargerThanItsFdNeverKillsTheDaemon) {
   start_daemon({port("vm", 1), port("a", 2), port("b", 3)});
   auto vm = connect_guest("vm");
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(vm && a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
+  ASSERT_TRUE(vm);
   const auto& r0 = vm->memory().regions()[0];
   ASSERT_EQ(vm->memory().regions().size(), 1u);
   // Twice the memfd's size.
@@ -78,11 +76,9 @@ TEST_F(MemoryTable, RegionLargerThanItsFdNeverKillsTheDaemon) {
 TEST_F(MemoryTable, RingBeyondTheEndOfTheFdNeverKillsTheDaemon) {
   start_daemon({port("vm", 1), port("a", 2), port("b", 3)});
   auto vm = open_guest("vm");
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(vm && a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
+  ASSERT_TRUE(vm);
   auto& ch = vm->channel();
   ASSERT_TRUE(ch.get_features());
   ASSERT_TRUE(ch.get_protocol_features());

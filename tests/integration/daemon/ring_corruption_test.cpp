@@ -123,11 +123,9 @@ TEST_P(RingCorruption, BreaksOnlyThatQueueUntilTheGuestResetsTheDevice) {
   fe::ArenaOptions mem;
   mem.two_regions = c.two_regions;
   auto victim = connect_guest("victim", {}, mem);
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(victim && a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
+  ASSERT_TRUE(victim);
   // The victim works before it misbehaves (its receive ring stays empty so
   // the broken chain is the first one the daemon finds there).
   ASSERT_TRUE(stream(*victim, *a, {numbered_frame(kMacA, kMacVictim, 1)}));
@@ -214,9 +212,8 @@ class BadRingAddress : public DaemonTest, public ::testing::WithParamInterface<B
 TEST_P(BadRingAddress, BreaksTheQueueUntilTheGuestResetsTheDevice) {
   start_daemon({port("victim", 1), port("a", 2)});
   auto victim = connect_guest("victim");
-  auto a = connect_guest("a");
-  ASSERT_TRUE(victim && a);
-  post_rx(*a);
+  auto a = connect_receiving_guest("a");
+  ASSERT_TRUE(victim);
   auto& tx = victim->tx_queue();
   fe::vhost_user::VringAddr addr{};
   addr.index = 1;

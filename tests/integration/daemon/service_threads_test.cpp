@@ -30,13 +30,9 @@ class ServiceThreads : public DaemonTest, public ::testing::WithParamInterface<i
 TEST_P(ServiceThreads, FramesCrossBetweenThreadsIntactAndCounted) {
   EXPECT_EQ(port_get("a").at("thread"), 0);
   EXPECT_EQ(port_get("b").at("thread"), 1);
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  auto c = connect_guest("c");
-  ASSERT_TRUE(a && b && c);
-  post_rx(*a);
-  post_rx(*b);
-  post_rx(*c);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
+  auto c = connect_receiving_guest("c");
   std::vector<Bytes> ab, ba;
   for (std::uint32_t i = 0; i < 600; ++i) {
     ab.push_back(numbered_frame(kMacB, kMacA, i, 18 + (i * 37) % 1455));
@@ -59,9 +55,8 @@ TEST_P(ServiceThreads, PartialChecksumsSurviveTheMailbox) {
   fe::NegotiateOptions no_guest_csum;
   no_guest_csum.accept_features &= ~virtio::bit(virtio::Feature::kNetGuestCsum);
   auto a = connect_guest("a");
-  auto b = connect_guest("b", no_guest_csum);
-  ASSERT_TRUE(a && b);
-  post_rx(*b);
+  auto b = connect_receiving_guest("b", no_guest_csum);
+  ASSERT_TRUE(a);
   std::vector<Bytes> complete;
   for (std::uint32_t i = 0; i < 10; ++i) {
     Bytes f = numbered_frame(kMacB, kMacA, i, 100 + 50 * i);
@@ -76,11 +71,8 @@ TEST_P(ServiceThreads, PartialChecksumsSurviveTheMailbox) {
 }
 
 TEST_P(ServiceThreads, PingPongAcrossThreadsLosesNothing) {
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   constexpr int kExchanges = 1000;
   for (int i = 0; i < kExchanges; ++i) {
     const auto seq = static_cast<std::uint32_t>(i);

@@ -29,11 +29,8 @@ class Switching : public DaemonTest {};
 
 TEST_F(Switching, UnicastBothDirectionsWithEveryFrameSize) {
   start_daemon({port("a", 1), port("b", 2)});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   std::vector<Bytes> ab, ba;
   for (std::uint32_t i = 0; i < 600; ++i) {
     const std::size_t payload = 18 + (i * 37) % 1455;  // frames of 60..1514 bytes
@@ -49,13 +46,9 @@ TEST_F(Switching, UnicastBothDirectionsWithEveryFrameSize) {
 
 TEST_F(Switching, BroadcastAndMulticastAreFloodedToEveryOtherPort) {
   start_daemon({port("a", 1), port("b", 2), port("c", 3)});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  auto c = connect_guest("c");
-  ASSERT_TRUE(a && b && c);
-  post_rx(*a);
-  post_rx(*b);
-  post_rx(*c);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
+  auto c = connect_receiving_guest("c");
   std::vector<Bytes> flood;
   fe::ArpSpec arp;
   arp.sender_mac = kMacA;
@@ -82,9 +75,8 @@ TEST_F(Switching, BroadcastAndMulticastAreFloodedToEveryOtherPort) {
 TEST_F(Switching, UnknownUnicastIsDroppedAndCountedOnTheSender) {
   start_daemon({port("a", 1), port("b", 2)});
   auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*b);
+  auto b = connect_receiving_guest("b");
+  ASSERT_TRUE(a);
   std::vector<Bytes> lost;
   for (std::uint32_t i = 0; i < 10; ++i)
     lost.push_back(numbered_frame(fe::make_mac(0x99), kMacA, i));
@@ -449,11 +441,9 @@ TEST_F(Switching, FloodedPartialChecksumIsCompletedPerReceiver) {
   fe::NegotiateOptions no_guest_csum;
   no_guest_csum.accept_features &= ~virtio::bit(Feature::kNetGuestCsum);
   auto a = connect_guest("a");
-  auto b = connect_guest("b", no_guest_csum);
-  auto c = connect_guest("c");
-  ASSERT_TRUE(a && b && c);
-  post_rx(*b);
-  post_rx(*c);
+  auto b = connect_receiving_guest("b", no_guest_csum);
+  auto c = connect_receiving_guest("c");
+  ASSERT_TRUE(a);
   Bytes f = numbered_frame(fe::kBroadcastMac, kMacA, 1, 333);
   const Bytes complete = f;
   auto h = fe::make_checksum_partial(f);
@@ -474,9 +464,8 @@ TEST_F(Switching, FloodedPartialChecksumIsCompletedPerReceiver) {
 TEST_F(Switching, SegmentationOffloadHeadersAreDroppedAsMalformed) {
   start_daemon({port("a", 1), port("b", 2)});
   auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*b);
+  auto b = connect_receiving_guest("b");
+  ASSERT_TRUE(a);
   NetHeader gso{};
   gso.gso_type = 1;  // VIRTIO_NET_HDR_GSO_TCPV4, never offered
   gso.gso_size = 1448;
@@ -500,13 +489,11 @@ TEST_F(Switching, OversizeRuntAndHairpinFramesAreDroppedByReason) {
   start_daemon(
       {port("a", 1), port("b", 2), port("j1", 4, {{"mtu", 9000}}), port("j2", 5, {{"mtu", 9000}})});
   auto a = connect_guest("a");
-  auto b = connect_guest("b");
+  auto b = connect_receiving_guest("b");
   auto j1 = connect_guest("j1");
   auto j2 = connect_guest("j2");
-  ASSERT_TRUE(a && b && j1 && j2);
-  post_rx(*b);
+  ASSERT_TRUE(a && j1 && j2);
   post_rx(*j2, 4096);
-  post_rx(*b);
   // MTU 1500: 1518 bytes (a VLAN tag's worth over 1514) pass, 1519 do not.
   const Bytes fits = fe::add_vlan_tag(numbered_frame(kMacB, kMacA, 1, 1472), 7);
   ASSERT_EQ(fits.size(), 1518u);
@@ -536,11 +523,8 @@ TEST_F(Switching, DisablingAQueuePairMovesTrafficToTheOthersAndBack) {
   start_daemon({port("a", 1, {{"queues", 2}}), port("b", 2, {{"queues", 2}})});
   fe::NegotiateOptions o;
   o.queue_pairs = 2;
-  auto a = connect_guest("a", o);
-  auto b = connect_guest("b", o);
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a", o);
+  auto b = connect_receiving_guest("b", o);
   // The guest turns pair 1 off (as Linux does on "ethtool -L combined 1").
   ASSERT_TRUE(b->channel().set_vring_enable(2, false));
   ASSERT_TRUE(b->channel().set_vring_enable(3, false));
@@ -571,11 +555,8 @@ TEST_F(Switching, DisablingAQueuePairMovesTrafficToTheOthersAndBack) {
 
 TEST_F(Switching, RingsWithoutKickOrCallFdArePolled) {
   start_daemon({port("a", 1), port("b", 2)}, {{"busy_poll_us", 0}});
-  auto a = connect_guest("a");
-  auto b = connect_guest("b");
-  ASSERT_TRUE(a && b);
-  post_rx(*a);
-  post_rx(*b);
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
   // a's transmit ring without a kick fd, b's receive ring without a call fd
   // (the "invalid fd" flag): the daemon polls a's ring, b polls its own.
   ASSERT_TRUE(a->channel().set_vring_kick(1, -1)) << a->channel().last_error();
