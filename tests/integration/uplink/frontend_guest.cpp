@@ -61,6 +61,16 @@ bool FrontendGuest::send(std::span<const std::uint8_t> frame,
   }
 }
 
+template <class Spec>
+Spec FrontendGuest::addressed_to(const MacAddress& dst_mac, const Ipv4Address& dst_ip) const {
+  Spec s;
+  s.dst_mac = dst_mac;
+  s.src_mac = mac_;
+  s.src_ip = ip_;
+  s.dst_ip = dst_ip;
+  return s;
+}
+
 bool FrontendGuest::wait_tx_done(std::chrono::milliseconds timeout) {
   return frontend_.net().wait_tx_complete(timeout);
 }
@@ -77,11 +87,7 @@ void FrontendGuest::handle(const testing::ReceivedFrame& frame) {
     reply.dst_mac = v.arp_sender_mac;
     if (send(testing::build_arp(reply))) ++arp_replies_;
   } else if (v.icmp && v.icmp_type == 8 && v.ip_dst == ip_ && v.dst == mac_ && answer_icmp_) {
-    testing::IcmpEchoSpec reply;
-    reply.dst_mac = v.src;
-    reply.src_mac = mac_;
-    reply.src_ip = ip_;
-    reply.dst_ip = v.ip_src;
+    auto reply = addressed_to<testing::IcmpEchoSpec>(v.src, v.ip_src);
     reply.reply = true;
     reply.identifier = v.icmp_id;
     reply.sequence = v.icmp_seq;
@@ -117,11 +123,7 @@ std::vector<std::uint8_t> FrontendGuest::udp_to(const MacAddress& dst_mac,
                                                 const Ipv4Address& dst_ip, std::uint16_t src_port,
                                                 std::uint16_t dst_port,
                                                 std::vector<std::uint8_t> payload) const {
-  testing::UdpFrameSpec s;
-  s.dst_mac = dst_mac;
-  s.src_mac = mac_;
-  s.src_ip = ip_;
-  s.dst_ip = dst_ip;
+  auto s = addressed_to<testing::UdpFrameSpec>(dst_mac, dst_ip);
   s.src_port = src_port;
   s.dst_port = dst_port;
   s.payload = std::move(payload);
@@ -140,11 +142,7 @@ std::vector<std::uint8_t> FrontendGuest::echo_request(const MacAddress& dst_mac,
                                                       const Ipv4Address& dst_ip, std::uint16_t id,
                                                       std::uint16_t seq,
                                                       std::vector<std::uint8_t> payload) const {
-  testing::IcmpEchoSpec s;
-  s.dst_mac = dst_mac;
-  s.src_mac = mac_;
-  s.src_ip = ip_;
-  s.dst_ip = dst_ip;
+  auto s = addressed_to<testing::IcmpEchoSpec>(dst_mac, dst_ip);
   s.identifier = id;
   s.sequence = seq;
   s.payload = std::move(payload);

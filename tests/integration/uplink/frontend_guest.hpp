@@ -68,6 +68,10 @@ class FrontendGuest {
 
  private:
   void handle(const testing::ReceivedFrame& frame);
+  // A frame spec (UdpFrameSpec, IcmpEchoSpec) addressed from this guest to
+  // dst_mac / dst_ip.
+  template <class Spec>
+  Spec addressed_to(const MacAddress& dst_mac, const Ipv4Address& dst_ip) const;
 
   testing::Frontend frontend_;
   MacAddress mac_;
