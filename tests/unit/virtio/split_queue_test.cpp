@@ -22,6 +22,25 @@ struct SplitQueueTest : ::testing::Test {
     c.event_idx = event_idx;
     ASSERT_EQ(q.attach(ring.memory, c), QueueError::kNone);
   }
+  // The descriptors of the indirect table at `gpa`, to fill in.
+  Descriptor* entries(std::uint64_t gpa) { return reinterpret_cast<Descriptor*>(ring.host(gpa)); }
+  // An indirect table of `n` readable 4-byte descriptors chained 0, 1, ...;
+  // returns its address.
+  std::uint64_t chained_table(std::uint16_t n) {
+    const auto gpa = ring.alloc(n * 16);
+    for (std::uint16_t i = 0; i < n; ++i)
+      entries(gpa)[i] = {ring.alloc(4), 4, static_cast<std::uint16_t>(i + 1 < n ? kNext : 0),
+                         static_cast<std::uint16_t>(i + 1)};
+    return gpa;
+  }
+  // Descriptors 0 .. n-1 each a one-descriptor readable chain of 8 bytes,
+  // made available in that order.
+  void publish_single_buffers(std::uint16_t n) {
+    for (std::uint16_t i = 0; i < n; ++i) {
+      ring.set_desc(i, ring.alloc(8), 8, 0);
+      ring.publish(i);
+    }
+  }
   void expect_broken(QueueError e, Dir dir = Dir::kDeviceReads) {
     EXPECT_FALSE(q.pop(chain, dir));
     EXPECT_TRUE(q.broken());
@@ -61,7 +80,7 @@ TEST_F(SplitQueueTest, PopsADirectChainSplitIntoReadableAndWritable) {
 TEST_F(SplitQueueTest, PopsAnIndirectTable) {
   attach();
   const auto table = ring.alloc(3 * 16);
-  auto* t = reinterpret_cast<Descriptor*>(ring.host(table));
+  auto* t = entries(table);
   const auto a = ring.alloc(10), b = ring.alloc(20), c = ring.alloc(30);
   t[0] = {a, 10, kNext | kWrite, 2};
   t[2] = {b, 20, kNext | kWrite, 1};
@@ -78,7 +97,7 @@ TEST_F(SplitQueueTest, PopsAnIndirectTable) {
 TEST_F(SplitQueueTest, DirectDescriptorsBeforeAnIndirectOne) {
   attach();
   const auto table = ring.alloc(16);
-  auto* t = reinterpret_cast<Descriptor*>(ring.host(table));
+  auto* t = entries(table);
   t[0] = {ring.alloc(8), 8, 0, 0};
   ring.set_desc(0, ring.alloc(12), 12, kNext, 1);
   ring.set_desc(1, table, 16, kIndirect);
@@ -105,7 +124,7 @@ TEST_F(SplitQueueTest, SelfLoopBreaksTheQueue) {
 TEST_F(SplitQueueTest, LoopInsideAnIndirectTable) {
   attach();
   const auto table = ring.alloc(2 * 16);
-  auto* t = reinterpret_cast<Descriptor*>(ring.host(table));
+  auto* t = entries(table);
   t[0] = {ring.alloc(8), 8, kNext, 1};
   t[1] = {ring.alloc(8), 8, kNext, 0};
   ring.set_desc(0, table, 32, kIndirect);
@@ -116,25 +135,15 @@ TEST_F(SplitQueueTest, LoopInsideAnIndirectTable) {
 TEST_F(SplitQueueTest, ChainLongerThanTheRing) {
   attach();
   // One direct descriptor plus an indirect table as long as the ring: 9 > 8.
-  const auto table = ring.alloc(8 * 16);
-  auto* t = reinterpret_cast<Descriptor*>(ring.host(table));
-  for (std::uint16_t i = 0; i < 8; ++i)
-    t[i] = {ring.alloc(4), 4, static_cast<std::uint16_t>(i < 7 ? kNext : 0),
-            static_cast<std::uint16_t>(i + 1)};
   ring.set_desc(0, ring.alloc(4), 4, kNext, 1);
-  ring.set_desc(1, table, 8 * 16, kIndirect);
+  ring.set_desc(1, chained_table(8), 8 * 16, kIndirect);
   ring.publish(0);
   expect_broken(QueueError::kChainTooLong);
 }
 
 TEST_F(SplitQueueTest, IndirectTableAsLongAsTheRingIsFine) {
   attach();
-  const auto table = ring.alloc(8 * 16);
-  auto* t = reinterpret_cast<Descriptor*>(ring.host(table));
-  for (std::uint16_t i = 0; i < 8; ++i)
-    t[i] = {ring.alloc(4), 4, static_cast<std::uint16_t>(i < 7 ? kNext : 0),
-            static_cast<std::uint16_t>(i + 1)};
-  ring.set_desc(0, table, 8 * 16, kIndirect);
+  ring.set_desc(0, chained_table(8), 8 * 16, kIndirect);
   ring.publish(0);
   ASSERT_TRUE(q.pop(chain, Dir::kDeviceReads)) << to_string(q.error());
   EXPECT_EQ(chain.readable_bytes, 32u);
@@ -152,8 +161,8 @@ TEST_F(SplitQueueTest, NestedIndirect) {
   attach();
   const auto inner = ring.alloc(16);
   const auto outer = ring.alloc(16);
-  reinterpret_cast<Descriptor*>(ring.host(inner))[0] = {ring.alloc(8), 8, 0, 0};
-  reinterpret_cast<Descriptor*>(ring.host(outer))[0] = {inner, 16, kIndirect, 0};
+  entries(inner)[0] = {ring.alloc(8), 8, 0, 0};
+  entries(outer)[0] = {inner, 16, kIndirect, 0};
   ring.set_desc(0, outer, 16, kIndirect);
   ring.publish(0);
   expect_broken(QueueError::kNestedIndirect);
@@ -230,10 +239,7 @@ TEST_F(SplitQueueTest, AvailIndexJumpingMoreThanTheRing) {
 
 TEST_F(SplitQueueTest, AvailIndexAWholeRingAheadAfterUnpopBreaks) {
   attach();
-  for (std::uint16_t i = 0; i < 3; ++i) {
-    ring.set_desc(i, ring.alloc(8), 8, 0);
-    ring.publish(i);
-  }
+  publish_single_buffers(3);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(q.pop(chain, Dir::kDeviceReads));
   // The driver now claims a whole ring beyond what we popped (legal as seen
   // from there) ...
@@ -247,10 +253,7 @@ TEST_F(SplitQueueTest, AvailIndexAWholeRingAheadAfterUnpopBreaks) {
 
 TEST_F(SplitQueueTest, AvailIndexOfExactlyTheRingIsFine) {
   attach();
-  for (std::uint16_t i = 0; i < 8; ++i) {
-    ring.set_desc(i, ring.alloc(8), 8, 0);
-    ring.publish(i);
-  }
+  publish_single_buffers(8);
   EXPECT_EQ(q.available(), 8);
   EXPECT_FALSE(q.broken());
 }
@@ -258,10 +261,7 @@ TEST_F(SplitQueueTest, AvailIndexOfExactlyTheRingIsFine) {
 TEST_F(SplitQueueTest, AvailIndexWrapsAround16Bits) {
   ASSERT_EQ(q.attach(ring.memory, ring.config(65534)), QueueError::kNone);
   ring.set_avail_idx(65534);
-  for (std::uint16_t i = 0; i < 4; ++i) {
-    ring.set_desc(i, ring.alloc(8), 8, 0);
-    ring.publish(i);
-  }
+  publish_single_buffers(4);
   EXPECT_EQ(q.available(), 4);
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(q.pop(chain, Dir::kDeviceReads));
   EXPECT_EQ(q.last_avail_idx(), 2);
@@ -324,14 +324,13 @@ TEST_F(SplitQueueTest, NoInterruptFlagSuppressesSignals) {
 }
 
 TEST_F(SplitQueueTest, EventIndexSignalsOnlyPastUsedEvent) {
-  TestRing r(8, true);
-  ASSERT_EQ(q.attach(r.memory, r.config()), QueueError::kNone);
+  attach(/*event_idx=*/true);
   // First decision always signals (no previous signal to compare with).
   q.add_used(0, 0);
   q.publish_used();
   EXPECT_TRUE(q.should_signal());
   // The driver wants to hear when used idx passes 3.
-  r.set_used_event(3);
+  ring.set_used_event(3);
   q.add_used(1, 0);
   q.publish_used();  // used idx 2
   EXPECT_FALSE(q.should_signal());
@@ -350,19 +349,16 @@ TEST_F(SplitQueueTest, NotificationsWithoutEventIndexUseTheUsedFlag) {
   EXPECT_EQ(ring.used_flags() & kUsedFlagNoNotify, kUsedFlagNoNotify);
   EXPECT_FALSE(q.enable_notifications());
   EXPECT_EQ(ring.used_flags() & kUsedFlagNoNotify, 0);
-  ring.set_desc(0, ring.alloc(8), 8, 0);
-  ring.publish(0);
+  publish_single_buffers(1);
   EXPECT_TRUE(q.enable_notifications()) << "work arrived: the caller must not sleep";
 }
 
 TEST_F(SplitQueueTest, NotificationsWithEventIndexSetAvailEvent) {
-  TestRing r(8, true);
-  ASSERT_EQ(q.attach(r.memory, r.config()), QueueError::kNone);
-  r.set_desc(0, r.alloc(8), 8, 0);
-  r.publish(0);
+  attach(/*event_idx=*/true);
+  publish_single_buffers(1);
   ASSERT_TRUE(q.pop(chain, Dir::kDeviceReads));
   EXPECT_FALSE(q.enable_notifications());
-  EXPECT_EQ(r.avail_event(), 1) << "kick me when the driver adds entry 1";
+  EXPECT_EQ(ring.avail_event(), 1) << "kick me when the driver adds entry 1";
 }
 
 TEST_F(SplitQueueTest, UnpopGivesChainsBack) {
