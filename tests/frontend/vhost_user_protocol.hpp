@@ -1,7 +1,10 @@
 #pragma once
+// Deliberately not folded into lib/vhost/protocol.hpp: a wrong constant there must fail tests.
 // vhost-user wire format as the frontend (driver side) sees it, written from
 // QEMU docs/interop/vhost-user.rst. Independent of lib/vhost on purpose: the
-// test frontend must not share the backend's reading of the specification.
+// test frontend must not share the backend's reading of the specification
+// (were it to include the backend's header, a wrong request code or feature
+// bit would agree with itself and every test would still pass).
 
 #include <cstdint>
 
