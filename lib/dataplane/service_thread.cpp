@@ -119,6 +119,9 @@ void ServiceThread::run() {
         if (p->wants_housekeeping()) p->housekeeping();
     }
     if (work != 0) {
+      // Busy again: the rings are polled, the sockets need no watching
+      // (after this round's work, so it adds nothing to its latency).
+      if (sleep_only_fds_watched_) watch_sleep_only_fds(false);
       counters_.busy_iterations.add();
       counters_.bursts.record(work);
       idle_since = 0;
@@ -173,6 +176,7 @@ void ServiceThread::rebuild_wait_set() {
     wants_housekeeping_ = wants_housekeeping_ || p->wants_housekeeping();
   }
   epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  sleep_only_fds_watched_ = false;
   auto add = [this](int fd, std::uint32_t events, WaitFd* data) {
     epoll_event ev{};
     ev.events = events;
@@ -185,8 +189,28 @@ void ServiceThread::rebuild_wait_set() {
   };
   add(commands_.fd(), EPOLLIN, &kCommandMarker);
   add(doorbell_.get(), EPOLLIN, &kDoorbellMarker);
-  for (WaitFd& w : wait_fds_) add(w.fd, w.is_kick ? w.events | EPOLLET : w.events, &w);
+  for (WaitFd& w : wait_fds_)
+    if (!w.only_while_sleeping) add(w.fd, w.is_kick ? w.events | EPOLLET : w.events, &w);
   wait_fds_dirty_ = false;
+}
+
+// Added when the thread first sleeps, removed when it finds work again: an
+// idle thread that wakes for housekeeping keeps them (each add polls the
+// socket, and in copy mode that poll tries to transmit).
+void ServiceThread::watch_sleep_only_fds(bool watch) {
+  sleep_only_fds_watched_ = watch;
+  for (WaitFd& w : wait_fds_) {
+    if (!w.only_while_sleeping) continue;
+    epoll_event ev{};
+    ev.events = w.events;  // level-triggered: a ring filled before the add still wakes us
+    ev.data.ptr = &w;
+    if (::epoll_ctl(epoll_.get(), watch ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w.fd, &ev) != 0 &&
+        !epoll_error_logged_) {
+      epoll_error_logged_ = true;
+      spdlog::warn("service thread {}: epoll_ctl {} fd {} failed: {}", index_,
+                   watch ? "add" : "del", w.fd, std::strerror(errno));
+    }
+  }
 }
 
 void ServiceThread::sleep() {
@@ -208,6 +232,7 @@ void ServiceThread::sleep() {
       counters_.sleeps.add();
       const int timeout = needs_timer_ ? 1 : (wants_housekeeping_ ? 100 : -1);
       epoll_event events[kMaxEvents];
+      if (!sleep_only_fds_watched_) watch_sleep_only_fds(true);
       const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, timeout);
       counters_.wakeups.add();
       for (int i = 0; i < n; ++i) {

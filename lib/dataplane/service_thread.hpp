@@ -99,6 +99,7 @@ class ServiceThread {
   unsigned drain_inboxes();
   void sleep();
   void rebuild_wait_set();
+  void watch_sleep_only_fds(bool watch);
   Port* local_port(std::uint32_t id) const noexcept;
 
   const std::uint16_t index_;
@@ -123,6 +124,7 @@ class ServiceThread {
   bool needs_timer_ = false;
   bool wants_housekeeping_ = false;
   bool epoll_error_logged_ = false;
+  bool sleep_only_fds_watched_ = false;
   std::vector<WaitFd> wait_fds_;
 };
 

@@ -340,7 +340,7 @@ bool UplinkQueuePort::prepare_sleep() {
 }
 
 void UplinkQueuePort::wait_fds(std::vector<WaitFd>& out, bool&) {
-  if (socket_) out.push_back(WaitFd{socket_->fd(), EPOLLIN, false, this});
+  if (socket_) out.push_back(WaitFd{socket_->fd(), EPOLLIN, false, this, true});
   if (flood_) out.push_back(WaitFd{flood_->fd(), EPOLLIN, false, this});
 }
 
