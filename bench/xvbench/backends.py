@@ -12,6 +12,7 @@ and whose port 0 counters it reads.
   icmpecho as an AF_XDP ICMP responder)."""
 
 import os
+import shlex
 import shutil
 import stat
 import time
@@ -220,7 +221,7 @@ class XdpvhostdBackend(Backend):
         path = os.path.join(self.ctx.workdir, "xdpvhostd-in-netns.sh")
         inner = launch.command([binary], netns=NODE_NS, cpu=self.ctx.cfg.backend_cpu,
                                nice=self.ctx.cfg.nice or None, bpffs=True)
-        quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in inner)
+        quoted = shlex.join(inner)
         with open(path, "w") as f:
             # xvtest's Daemon starts this in a session of its own already (a
             # Ctrl-C meant for the harness must not reach the daemon; the

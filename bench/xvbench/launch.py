@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 
-from .topology import bpffs_wrap
+from xvtest.netns import with_bpffs  # tests/pylib, put on sys.path by run.py
 
 
 def command(cmd, netns=None, cpu=None, nice=None, bpffs=False):
@@ -17,7 +17,7 @@ def command(cmd, netns=None, cpu=None, nice=None, bpffs=False):
     if nice is not None:
         cmd = ["nice", "-n", str(nice)] + cmd
     if bpffs:
-        cmd = bpffs_wrap(cmd)
+        cmd = with_bpffs(cmd)
     if netns:
         cmd = ["ip", "netns", "exec", netns] + cmd
     return cmd

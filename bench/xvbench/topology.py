@@ -6,7 +6,8 @@ every frame the guest sees). IPv6 is off on both ends so nothing but the
 benchmark's own frames crosses the link."""
 
 import json
-import subprocess
+
+from xvtest import netns  # tests/pylib, put on sys.path by run.py
 
 NODE_NS = "xvb-node"
 PEER_NS = "xvb-out"
@@ -18,24 +19,6 @@ PREFIX = 24
 GUEST_MAC = "52:54:00:77:00:01"
 
 
-def sh(*cmd, check=True, capture=True):
-    r = subprocess.run(list(cmd), capture_output=capture, text=True)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
-    return r
-
-
-def in_ns(ns, *cmd, check=True):
-    return sh("ip", "netns", "exec", ns, *cmd, check=check)
-
-
-def bpffs_wrap(cmd):
-    """cmd run with bpffs mounted: `ip netns exec` gives every command a fresh
-    mount namespace with /sys remounted, which hides bpffs."""
-    return ["sh", "-c", "mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf; exec \"$@\"",
-            "xvb-bpffs"] + list(cmd)
-
-
 class Topology:
     def __init__(self):
         self.peer_mac = None
@@ -45,41 +28,36 @@ class Topology:
     @staticmethod
     def remove_stale():
         for ns in (NODE_NS, PEER_NS):
-            sh("ip", "netns", "del", ns, check=False)
+            netns.delete(ns)
 
     def create(self):
-        self.remove_stale()
-        sh("ip", "netns", "add", NODE_NS)
-        sh("ip", "netns", "add", PEER_NS)
-        sh("ip", "link", "add", UPLINK_IF, "netns", NODE_NS, "type", "veth", "peer", "name", PEER_IF,
-           "netns", PEER_NS)
-        for ns in (NODE_NS, PEER_NS):
-            in_ns(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-            in_ns(ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", NODE_NS, "link", "set", UPLINK_IF, "up")
-        sh("ip", "-n", PEER_NS, "link", "set", PEER_IF, "up")
-        sh("ip", "-n", PEER_NS, "addr", "add", f"{PEER_IP}/{PREFIX}", "dev", PEER_IF)
-        sh("ip", "-n", PEER_NS, "neigh", "replace", GUEST_IP, "lladdr", GUEST_MAC, "dev", PEER_IF,
-           "nud", "permanent")
-        r = in_ns(PEER_NS, "ethtool", "-K", PEER_IF, "tx", "off", check=False)
+        netns.create(NODE_NS)  # IPv6 off, lo up
+        netns.create(PEER_NS)
+        netns.run("ip", "link", "add", UPLINK_IF, "netns", NODE_NS, "type", "veth", "peer", "name",
+                  PEER_IF, "netns", PEER_NS)
+        netns.run("ip", "-n", NODE_NS, "link", "set", UPLINK_IF, "up")
+        netns.run("ip", "-n", PEER_NS, "link", "set", PEER_IF, "up")
+        netns.run("ip", "-n", PEER_NS, "addr", "add", f"{PEER_IP}/{PREFIX}", "dev", PEER_IF)
+        netns.run("ip", "-n", PEER_NS, "neigh", "replace", GUEST_IP, "lladdr", GUEST_MAC, "dev",
+                  PEER_IF, "nud", "permanent")
+        r = netns.run_in(PEER_NS, "ethtool", "-K", PEER_IF, "tx", "off", check=False)
         self.facts["peer_tx_offload_off"] = r.returncode == 0
         self.peer_mac = self._mac(PEER_NS, PEER_IF)
         self.uplink_mac = self._mac(NODE_NS, UPLINK_IF)
-        ch = in_ns(NODE_NS, "ethtool", "-l", UPLINK_IF, check=False).stdout
+        ch = netns.run_in(NODE_NS, "ethtool", "-l", UPLINK_IF, check=False).stdout
         self.facts["uplink_channels"] = " ".join(ch.split()[-8:]) if ch else None
         return self
 
     @staticmethod
     def _mac(ns, ifname):
-        out = sh("ip", "-n", ns, "-j", "link", "show", ifname).stdout
+        out = netns.run("ip", "-n", ns, "-j", "link", "show", ifname).stdout
         return json.loads(out)[0]["address"]
 
     def link_stats(self):
         """Kernel counters of both veth ends (rx/tx packets, drops)."""
         res = {}
         for ns, ifname in ((NODE_NS, UPLINK_IF), (PEER_NS, PEER_IF)):
-            r = sh("ip", "-n", ns, "-j", "-s", "link", "show", ifname, check=False)
+            r = netns.run("ip", "-n", ns, "-j", "-s", "link", "show", ifname, check=False)
             try:
                 s = json.loads(r.stdout)[0]["stats64"]
                 res[ifname] = {"rx_packets": s["rx"]["packets"], "rx_dropped": s["rx"]["dropped"],
@@ -94,7 +72,7 @@ class Topology:
         redirects, drops per queue; where a frame that never arrived died."""
         res = {}
         for ns, ifname in ((NODE_NS, UPLINK_IF), (PEER_NS, PEER_IF)):
-            r = in_ns(ns, "ethtool", "-S", ifname, check=False)
+            r = netns.run_in(ns, "ethtool", "-S", ifname, check=False)
             stats = {}
             for line in r.stdout.splitlines()[1:]:
                 k, _, v = line.strip().partition(":")

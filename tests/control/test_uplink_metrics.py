@@ -10,13 +10,13 @@ sender, the receiver, stats.get and the scrape, and all agree.
 """
 
 import os
-import subprocess
 import time
 import unittest
 
 import ctltest
 import prom
 from test_metrics import Guest
+from xvtest import netns
 
 PID = os.getpid()
 NODE, PEER = f"xvctl-{PID}-node", f"xvctl-{PID}-peer"
@@ -52,34 +52,19 @@ print(len(frame))
 # Runs in the peer namespace: counts frames from MAC1 until stdin closes.
 
 
-def sh(command, check=True):
-    p = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{command}: {p.stderr}")
-    return p.stdout
-
-
-def remove_orphans():
-    for ns in sh("ip netns list", check=False).split():
-        if ns.startswith("xvctl-") and ns.count("-") == 2:
-            pid = ns.split("-")[1]
-            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-                sh(f"ip netns del {ns}", check=False)
-
-
 @unittest.skipUnless(os.geteuid() == 0, "needs root for namespaces and XDP")
 class UplinkMetrics(unittest.TestCase):
     def setUp(self):
-        remove_orphans()
-        self.addCleanup(sh, f"ip netns del {PEER}", False)
-        self.addCleanup(sh, f"ip netns del {NODE}", False)
+        netns.remove_orphaned("xvctl-")
+        self.addCleanup(netns.delete, PEER)
+        self.addCleanup(netns.delete, NODE)
         for ns in (NODE, PEER):
-            sh(f"ip netns add {ns}; ip netns exec {ns} sysctl -qw "
-               "net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; "
-               f"ip -n {ns} link set lo up")
-        sh(f"ip -n {NODE} link add {NODE_IF} type veth peer name {PEER_IF} address {PEER_MAC} "
-           f"netns {PEER}; ip netns exec {PEER} ethtool -K {PEER_IF} tx off >/dev/null; "
-           f"ip -n {NODE} link set {NODE_IF} up; ip -n {PEER} link set {PEER_IF} up")
+            netns.create(ns)
+        netns.run("ip", "-n", NODE, "link", "add", NODE_IF, "type", "veth", "peer", "name", PEER_IF,
+                  "address", PEER_MAC, "netns", PEER)
+        netns.run_in(PEER, "ethtool", "-K", PEER_IF, "tx", "off")
+        netns.run("ip", "-n", NODE, "link", "set", NODE_IF, "up")
+        netns.run("ip", "-n", PEER, "link", "set", PEER_IF, "up")
         self.dir = ctltest.workdir("uplink-metrics")
         self.socks = [os.path.join(self.dir, f"vm{i}.sock") for i in (1, 2)]
         config = {
@@ -102,7 +87,7 @@ class UplinkMetrics(unittest.TestCase):
         self.assertEqual(self.daemon.stop(), 0, self.daemon.tail())
 
     def scrape(self):
-        text = sh(f"ip netns exec {NODE} curl -sf http://{METRICS}/metrics")
+        text = netns.run_in(NODE, "curl", "-sf", f"http://{METRICS}/metrics").stdout
         return prom.parse(text)
 
     def guest(self, name, sock, mac, mode, main_lcore, peer=None):
@@ -117,9 +102,8 @@ class UplinkMetrics(unittest.TestCase):
         rx = self.guest("up-vm2-rx", self.socks[1], MAC2, "rxonly", 0)
         ctltest.wait_until(lambda: self.daemon.call("port.get", name="vm2")["state"] == "running",
                            what="vm2 running")
-        sender = subprocess.run(["ip", "netns", "exec", PEER, "python3", "-c", SENDER, PEER_IF,
-                                 MAC2, PEER_MAC, str(FRAMES)], capture_output=True, text=True,
-                                timeout=120, check=True)
+        sender = netns.run_in(PEER, "python3", "-c", SENDER, PEER_IF, MAC2, PEER_MAC, str(FRAMES),
+                              timeout=120)
         frame_len = int(sender.stdout.strip())
         ctltest.wait_until(lambda: self.daemon.call("stats.get", port="vm2")["ports"]["vm2"]
                            ["tx_packets"] >= FRAMES, timeout=20, what="frames at vm2")
@@ -127,8 +111,8 @@ class UplinkMetrics(unittest.TestCase):
         # vm1 -> peer: testpmd txonly to the peer's MAC leaves through the uplink. The
         # peer's interface counter counts it (IPv6 is off in both namespaces and nothing
         # else talks on the wire meanwhile); a packet socket could not keep up.
-        peer_rx = lambda: int(sh(f"ip netns exec {PEER} cat "  # noqa: E731
-                                 f"/sys/class/net/{PEER_IF}/statistics/rx_packets"))
+        peer_rx = lambda: int(netns.run_in(  # noqa: E731
+            PEER, "cat", f"/sys/class/net/{PEER_IF}/statistics/rx_packets").stdout)
         uplink_tx = lambda: self.daemon.call("stats.get", uplink="up0")[  # noqa: E731
             "uplinks"]["up0"]["queues"][0]["tx_packets"]
         peer_rx0, uplink_tx0 = peer_rx(), uplink_tx()

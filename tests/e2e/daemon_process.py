@@ -10,7 +10,6 @@ remounts /sys, so bpffs is mounted again in its private mount namespace).
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -19,15 +18,13 @@ import subprocess
 import time
 
 from control_client import ControlClient
+from xvtest.netns import with_bpffs
+from xvtest.process import die_with_parent
 
 
 def _child_setup():
     os.setpgrp()
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+    die_with_parent()
 
 
 class DaemonExited(Exception):
@@ -65,9 +62,7 @@ class Xdpvhostd:
         if self.log_level:
             cmd += ["--log-level", self.log_level]
         if self.netns:
-            inner = ("mount -t bpf bpf /sys/fs/bpf 2>/dev/null; exec "
-                     + " ".join(_shq(c) for c in cmd))
-            cmd = ["ip", "netns", "exec", self.netns, "sh", "-c", inner]
+            cmd = ["ip", "netns", "exec", self.netns] + with_bpffs(cmd)
         return cmd
 
     def start(self, ready_timeout: float = 15.0) -> "Xdpvhostd":
@@ -248,6 +243,3 @@ class Xdpvhostd:
     def disconnects(self, port: str) -> int:
         return len(self.log_lines(rf"port {re.escape(port)}: frontend disconnected", whole=False))
 
-
-def _shq(s: str) -> str:
-    return "'" + s.replace("'", "'\\''") + "'"

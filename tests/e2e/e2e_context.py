@@ -12,8 +12,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "guest"))
-import qemu_guest  # noqa: E402  (tests/guest/qemu_guest.py)
-from qemu_guest import Guest  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
+from qemu_guest import Guest  # noqa: E402  (tests/guest/qemu_guest.py)
+from xvtest import netns  # noqa: E402  (tests/pylib)
+from xvtest.process import die_with_parent  # noqa: E402
 
 from daemon_process import Xdpvhostd  # noqa: E402
 
@@ -80,7 +82,7 @@ class Context:
         """A helper process (iperf3 server, tcpdump) stopped by cleanup()."""
         f = open(log_path, "wb")
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
-                             preexec_fn=qemu_guest._set_pdeathsig)
+                             preexec_fn=die_with_parent)
         f.close()
         self._bg.append(p)
         return p
@@ -115,20 +117,13 @@ class Context:
                 pass
         self._daemons.clear()
         for ns in self._netns:
-            delete_netns(ns)
+            netns.delete(ns)
         self._netns.clear()
-
-
-def delete_netns(name: str):
-    subprocess.run(["ip", "netns", "delete", name], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
 
 
 def stale_netns() -> list[str]:
     """Namespaces with this suite's prefix left by a run that was killed."""
     try:
-        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                             check=False).stdout
+        return netns.names(NETNS_PREFIX)
     except OSError:
         return []
-    return [l.split()[0] for l in out.splitlines() if l.startswith(NETNS_PREFIX)]

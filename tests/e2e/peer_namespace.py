@@ -12,9 +12,9 @@ in software, so a bad one shows in TcpInCsumErrors / UdpInCsumErrors.
 from __future__ import annotations
 
 import re
-import subprocess
 
-from e2e_context import Context, NETNS_PREFIX, delete_netns
+from e2e_context import Context, NETNS_PREFIX
+from xvtest import netns
 
 NODE_NS = NETNS_PREFIX + "node"
 PEER_NS = NETNS_PREFIX + "peer"
@@ -24,15 +24,8 @@ PEER_IP = "10.77.1.100"
 PREFIX = 24
 
 
-def sh(*cmd: str, check: bool = True, timeout: float = 30) -> str:
-    p = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: rc {p.returncode}: {p.stderr.strip() or p.stdout.strip()}")
-    return p.stdout
-
-
 def in_peer(*cmd: str, check: bool = True, timeout: float = 30) -> str:
-    return sh("ip", "netns", "exec", PEER_NS, *cmd, check=check, timeout=timeout)
+    return netns.run_in(PEER_NS, *cmd, check=check, timeout=timeout).stdout
 
 
 class UplinkTopology:
@@ -41,15 +34,13 @@ class UplinkTopology:
 
     def create(self):
         for ns in (NODE_NS, PEER_NS):
-            delete_netns(ns)
-            sh("ip", "netns", "add", ns)
             self.ctx.register_netns(ns)
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", NODE_NS, "link", "add", UPLINK_IF, "type", "veth", "peer", "name", PEER_IF,
-           "netns", PEER_NS)
-        sh("ip", "-n", NODE_NS, "link", "set", UPLINK_IF, "up")
-        sh("ip", "-n", PEER_NS, "addr", "add", f"{PEER_IP}/{PREFIX}", "dev", PEER_IF)
-        sh("ip", "-n", PEER_NS, "link", "set", PEER_IF, "up")
+            netns.create(ns, ipv6=True)
+        netns.run("ip", "-n", NODE_NS, "link", "add", UPLINK_IF, "type", "veth", "peer", "name",
+                  PEER_IF, "netns", PEER_NS)
+        netns.run("ip", "-n", NODE_NS, "link", "set", UPLINK_IF, "up")
+        netns.run("ip", "-n", PEER_NS, "addr", "add", f"{PEER_IP}/{PREFIX}", "dev", PEER_IF)
+        netns.run("ip", "-n", PEER_NS, "link", "set", PEER_IF, "up")
         in_peer("ethtool", "-K", PEER_IF, "tx", "off", "rx", "off")
 
     def nstat(self) -> dict[str, int]:

@@ -31,7 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 
-from e2e_context import WORKROOT, Context, delete_netns, stale_netns  # noqa: E402
+from e2e_context import WORKROOT, Context, stale_netns  # noqa: E402
+from xvtest import netns  # noqa: E402  (tests/pylib, on the path through e2e_context)
 import qemu_guest  # noqa: E402
 import scenario_devices  # noqa: E402
 import scenario_lifecycle  # noqa: E402
@@ -118,7 +119,7 @@ def main(argv=None) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX)
     for ns in stale_netns():
         print(f"run_e2e: deleting namespace {ns} left by an earlier run", flush=True)
-        delete_netns(ns)
+        netns.delete(ns)
 
     ctx = Context(image, daemon, workroot=a.workroot, iperf_secs=a.iperf_secs,
                   short_iperf_secs=a.short_iperf_secs, cycles=a.cycles, echo=a.echo,

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import ctypes
 import hashlib
 import json
 import os
@@ -48,6 +47,9 @@ import sys
 import tempfile
 import time
 from typing import Iterable, Sequence
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from xvtest.process import die_with_parent  # noqa: E402  (tests/pylib)
 
 QEMU = os.environ.get("XV_QEMU", "qemu-system-x86_64")
 ENV_ACCEL = "XV_GUEST_ACCEL"          # auto | kvm | tcg
@@ -122,15 +124,6 @@ def _onoff(value) -> str:
     if isinstance(value, str):
         return value
     return "on" if value else "off"
-
-
-def _set_pdeathsig():
-    """preexec_fn: QEMU gets SIGKILL when the launching process dies."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def qemu_version() -> str:
@@ -384,7 +377,7 @@ class Guest:
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.DEVNULL,
                                      stdout=self._stderr_f, stderr=subprocess.STDOUT,
-                                     preexec_fn=_set_pdeathsig)
+                                     preexec_fn=die_with_parent)
         return self
 
     def log(self, msg: str):

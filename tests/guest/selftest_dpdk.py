@@ -41,6 +41,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import qemu_guest  # noqa: E402
 from qemu_guest import Guest, GuestError, iperf3_summary  # noqa: E402
+from xvtest.process import die_with_parent  # noqa: E402  (qemu_guest put tests/pylib on the path)
 
 WORKDIR = "/tmp/xdpvhost-guest-selftest"
 FILE_PREFIX = "guestselftest"
@@ -68,7 +69,7 @@ class TestPmd:
         self.logf = open(self.log_path, "w")
         self.logf.write(" ".join(self.cmdline) + "\n")
         self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, preexec_fn=qemu_guest._set_pdeathsig)
+                                     stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self._wait_prompt(0, 60)
