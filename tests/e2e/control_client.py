@@ -1,5 +1,6 @@
-"""JSON-RPC 2.0 client for xdpvhostd's control socket (one request per line,
-one response per line; methods in proto/methods/*.json).
+"""xdpvhostd's control socket as the e2e suite uses it: one request per
+connection (tests/pylib xvtest.control.Control speaks the JSON-RPC), and
+every way the socket can fail told apart from an error the daemon answered.
 
 The suite uses it when the daemon answers; every check built on it is skipped
 (and says so) when the socket does not answer. Standard library only.
@@ -7,9 +8,9 @@ The suite uses it when the daemon answers; every check built on it is skipped
 
 from __future__ import annotations
 
-import json
-import socket
 import time
+
+from xvtest.control import Control, RpcError
 
 
 class ControlUnavailable(Exception):
@@ -28,38 +29,18 @@ class ControlClient:
     def __init__(self, path: str, timeout: float = 5.0):
         self.path = path
         self.timeout = timeout
-        self._next_id = 1
 
     def call(self, method: str, **params):
         """One request on a fresh connection; returns the result."""
-        request = {"jsonrpc": "2.0", "method": method, "id": self._next_id}
-        self._next_id += 1
-        if params:
-            request["params"] = params
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
         try:
-            s.connect(self.path)
-            s.sendall(json.dumps(request).encode() + b"\n")
-            buf = b""
-            while b"\n" not in buf:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-        except OSError as e:
-            raise ControlUnavailable(f"{self.path}: {e}") from e
-        finally:
-            s.close()
-        if not buf.strip():
-            raise ControlUnavailable(f"{self.path}: connection closed without a reply to {method}")
-        try:
-            reply = json.loads(buf.split(b"\n", 1)[0])
-        except ValueError as e:
-            raise ControlUnavailable(f"{self.path}: reply to {method} is not JSON: {buf[:200]!r}") from e
-        if "error" in reply:
-            raise ControlError(method, reply["error"])
-        return reply.get("result")
+            with Control(self.path, timeout=self.timeout) as c:
+                return c.call(method, **params)
+        except RpcError as e:
+            raise ControlError(method, {"code": e.code, "message": e.message,
+                                        "data": e.data}) from e
+        except (OSError, ValueError, KeyError) as e:
+            # refused, closed without a reply, timed out, or not JSON-RPC
+            raise ControlUnavailable(f"{self.path}: {method}: {e!r}") from e
 
     def answers(self) -> bool:
         try:
