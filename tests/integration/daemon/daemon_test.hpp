@@ -18,12 +18,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "control_client.hpp"
-#include "daemon_process.hpp"
 #include "frontend/frame_builder.hpp"
 #include "frontend/frontend.hpp"
+#include "support/control_client.hpp"
+#include "support/daemon_process.hpp"
 
 namespace xdpvhost::integration {
+
+using test_support::ControlClient;
+using test_support::DaemonProcess;
+using test_support::RpcFailure;
+using test_support::RpcReply;
 
 namespace fe = xdpvhost::testing;
 using namespace std::chrono_literals;

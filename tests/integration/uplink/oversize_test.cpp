@@ -163,14 +163,15 @@ TEST_F(Jumbo, A2048ByteFrameUplinkRefusesAGuestMtuItCannotCarry) {
   ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(json::array({uplink}), json::array())));
   json port = port_config(kVm1);
   port["mtu"] = 3000;
-  const RpcReply refused = daemon_->call("port.add", port);
-  EXPECT_FALSE(refused.ok);
-  EXPECT_EQ(refused.error_code, -32602) << refused.error_message;
-  EXPECT_NE(refused.error_message.find("params.mtu"), std::string::npos) << refused.error_message;
-  EXPECT_NE(refused.error_message.find("frame_size 4096"), std::string::npos)
-      << refused.error_message;
+  const RpcReply refused = request("port.add", port);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error_code(), -32602) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("params.mtu"), std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("frame_size 4096"), std::string::npos)
+      << refused.error_message();
   port["mtu"] = 1774;  // 1774 + 18 = 1792: the largest that fits
-  EXPECT_TRUE(daemon_->call("port.add", port).ok);
+  EXPECT_TRUE(request("port.add", port).ok());
 }
 
 }  // namespace

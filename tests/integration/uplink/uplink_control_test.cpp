@@ -37,10 +37,10 @@ TEST_F(UplinkControl, AddedAndRemovedAtRunTime) {
   ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1, kVm1));
 
   // Refused while a port names it.
-  const RpcReply refused = daemon_->call("uplink.remove", {{"name", "up0"}});
-  EXPECT_FALSE(refused.ok);
-  EXPECT_EQ(refused.error_code, kInUse) << refused.error_message;
-  EXPECT_NE(refused.error_message.find("vm1"), std::string::npos) << refused.error_message;
+  const RpcReply refused = request("uplink.remove", {{"name", "up0"}});
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error_code(), kInUse) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("vm1"), std::string::npos) << refused.error_message();
   EXPECT_EQ(lab_.node_xdp_programs().size(), 1u);
   ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1, kVm1));
 

@@ -21,6 +21,7 @@ void UplinkTest::SetUp() {
 }
 
 void UplinkTest::TearDown() {
+  rpc_.reset();
   if (daemon_ && daemon_->running()) {
     const auto code = daemon_->terminate();
     EXPECT_EQ(code, std::optional<int>(0)) << "xdpvhostd did not exit cleanly on SIGTERM:\n"
@@ -55,10 +56,15 @@ json UplinkTest::daemon_config(const json& uplinks, const json& ports, const jso
   return c;
 }
 
-void UplinkTest::start_daemon(const json& config) {
-  daemon_ = std::make_unique<DaemonProcess>(workdir_, lab_.node_ns());
+void UplinkTest::start_daemon(json config) {
+  if (!config.contains("control")) config["control"] = json{{"socket", workdir_ + "/control.sock"}};
+  if (!config.contains("log")) config["log"] = json{{"level", "info"}};
+  if (!config.contains("metrics")) config["metrics"] = json{{"listen", ""}};
+  rpc_.reset();
+  daemon_ = std::make_unique<DaemonProcess>(workdir_, config, lab_.node_ns());
   std::string error;
-  ASSERT_TRUE(daemon_->start(config, error)) << error;
+  ASSERT_TRUE(daemon_->start(error, std::chrono::seconds(15))) << error;
+  rpc_ = std::make_unique<ControlClient>(daemon_->control_socket());
 }
 
 void UplinkTest::stop_daemon() {
@@ -101,11 +107,23 @@ void UplinkTest::start_testpmd(std::unique_ptr<TestpmdGuest>& out, const GuestAd
       << guest.name << " is " << port_state(guest.name);
 }
 
+RpcReply UplinkTest::request(const std::string& method, const json& params) {
+  const auto failed = [](const std::string& why) {
+    return RpcReply{nullptr, json{{"code", 0}, {"message", why}}};
+  };
+  if (!rpc_ || !daemon_->running()) return failed("the daemon is not running");
+  try {
+    return rpc_->request(method, params);
+  } catch (const test_support::RpcFailure& e) {
+    return failed(e.what());
+  }
+}
+
 json UplinkTest::call(const std::string& method, const json& params) {
-  const RpcReply r = daemon_->call(method, params);
-  EXPECT_TRUE(r.ok) << method << " " << params.dump() << ": " << r.error_code << " "
-                    << r.error_message;
-  return r.ok ? r.result : json();
+  const RpcReply r = request(method, params);
+  EXPECT_TRUE(r.ok()) << method << " " << params.dump() << ": " << r.error_code() << " "
+                      << r.error_message();
+  return r.ok() ? r.result : json();
 }
 
 json UplinkTest::port_stats(const std::string& name) {
@@ -124,8 +142,8 @@ json UplinkTest::uplink_status() {
 }
 
 std::string UplinkTest::port_state(const std::string& name) {
-  const RpcReply r = daemon_->call("port.get", {{"name", name}});
-  return r.ok ? r.result.value("state", "?") : "(port.get failed: " + r.error_message + ")";
+  const RpcReply r = request("port.get", {{"name", name}});
+  return r.ok() ? r.result.value("state", "?") : "(port.get failed: " + r.error_message() + ")";
 }
 
 bool UplinkTest::wait_for(const std::function<bool()>& condition,

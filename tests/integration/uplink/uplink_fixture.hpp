@@ -15,14 +15,18 @@
 #include <string>
 #include <vector>
 
-#include "daemon_process.hpp"
 #include "frontend_guest.hpp"
+#include "support/control_client.hpp"
+#include "support/daemon_process.hpp"
 #include "testpmd_guest.hpp"
 #include "uplink_lab.hpp"
 
 namespace xdpvhost::uplink_test {
 
 using nlohmann::json;
+using test_support::ControlClient;
+using test_support::DaemonProcess;
+using test_support::RpcReply;
 
 struct GuestAddress {
   const char* name;
@@ -48,8 +52,10 @@ class UplinkTest : public ::testing::Test {
   json daemon_config(const json& uplinks, const json& ports,
                      const json& extra = json::object()) const;
 
-  // Starts xdpvhostd in the node namespace (ASSERT_NO_FATAL_FAILURE it).
-  void start_daemon(const json& config);
+  // Starts xdpvhostd in the node namespace (ASSERT_NO_FATAL_FAILURE it);
+  // control socket, log level info and no metrics listener unless `config`
+  // says otherwise.
+  void start_daemon(json config);
   // SIGTERM; the daemon must exit 0.
   void stop_daemon();
   // A C++ frontend guest on `guest`'s port, negotiated, the port running.
@@ -63,6 +69,9 @@ class UplinkTest : public ::testing::Test {
   void start_testpmd(std::unique_ptr<TestpmdGuest>& out, const GuestAddress& guest,
                      const std::string& mode, std::vector<std::string> app_args = {});
 
+  // The daemon's reply; a failed socket (or no daemon) is an error reply
+  // with code 0 and what went wrong as its message.
+  RpcReply request(const std::string& method, const json& params = json::object());
   // Control-socket views (a failed call fails the test and yields null).
   json call(const std::string& method, const json& params = json::object());
   json port_stats(const std::string& name);
@@ -87,6 +96,7 @@ class UplinkTest : public ::testing::Test {
   UplinkLab lab_;
   std::string workdir_;
   std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<ControlClient> rpc_;
 };
 
 }  // namespace xdpvhost::uplink_test
