@@ -10,7 +10,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
+#include "frontend/frame_checksum.hpp"
 #include "netns_fixture.hpp"
 #include "xsk_path.hpp"
 
@@ -19,6 +21,7 @@ namespace {
 
 const MacAddress kGuest = {0x02, 0x00, 0x00, 0x00, 0x00, 0xaa};
 const MacAddress kStranger = {0x02, 0x00, 0x00, 0x00, 0x00, 0xbb};
+constexpr const char* kGuestIp = "10.77.0.100";
 
 class XskSocketTest : public NetnsPair {
  protected:
@@ -44,6 +47,30 @@ class XskSocketTest : public NetnsPair {
     for (int i = 0; i < count; ++i) {
       ASSERT_TRUE(peer_->send(make_frame(dst, mac_b_, first_seq + i, payload)));
     }
+  }
+
+  // b's kernel knows the guest: a permanent neighbour entry kGuestIp -> kGuest.
+  void guest_is_neighbour_of_b() {
+    std::string out;
+    ASSERT_EQ(run_in_b(std::string("ip neigh add ") + kGuestIp + " lladdr " + to_string(kGuest) +
+                           " dev " + kIfB + " nud permanent",
+                       &out),
+              0)
+        << out;
+  }
+
+  // One UDP datagram from b's kernel stack to kGuestIp, port 4789.
+  void udp_from_b_to_guest(std::string_view payload) {
+    in_b([&] {
+      const sys::UniqueFd udp(::socket(AF_INET, SOCK_DGRAM, 0));
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(4789);
+      ::inet_pton(AF_INET, kGuestIp, &to.sin_addr);
+      EXPECT_EQ(::sendto(udp.get(), payload.data(), payload.size(), 0,
+                         reinterpret_cast<sockaddr*>(&to), sizeof to),
+                static_cast<ssize_t>(payload.size()));
+    });
   }
 
   XdpSteerStats stats() {
@@ -119,21 +146,8 @@ TEST_F(XskSocketTest, GuestUnicastReachesTheSocketInOrder) {
 
 TEST_F(XskSocketTest, KernelUdpToTheGuestIpArrivesAsAFrame) {
   open_path();
-  std::string out;
-  ASSERT_EQ(run_in_b(std::string("ip neigh add 10.77.0.100 lladdr ") + to_string(kGuest) + " dev " +
-                         kIfB + " nud permanent",
-                     &out),
-            0)
-      << out;
-  in_b([&] {
-    const sys::UniqueFd udp(::socket(AF_INET, SOCK_DGRAM, 0));
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(4789);
-    ::inet_pton(AF_INET, "10.77.0.100", &to.sin_addr);
-    EXPECT_EQ(
-        ::sendto(udp.get(), "hello guest", 11, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), 11);
-  });
+  guest_is_neighbour_of_b();
+  udp_from_b_to_guest("hello guest");
   const auto frames = path_.receive(1, 2000);
   ASSERT_EQ(frames.size(), 1u);
   const auto& f = frames[0];
@@ -143,25 +157,11 @@ TEST_F(XskSocketTest, KernelUdpToTheGuestIpArrivesAsAFrame) {
   EXPECT_EQ(std::memcmp(f.data() + 42, "hello guest", 11), 0);
 }
 
-// Sums 16-bit words the way the Internet checksum does (no final inversion).
-std::uint32_t sum16(const std::uint8_t* p, std::size_t len, std::uint32_t sum = 0) {
-  for (std::size_t i = 0; i + 1 < len; i += 2)
-    sum += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
-  if (len & 1) sum += static_cast<std::uint32_t>(p[len - 1] << 8);
-  return sum;
-}
-
-// True if the IPv4/UDP frame's UDP checksum verifies.
+// True if the IPv4/UDP frame's UDP checksum is there and verifies (the test
+// frontend's checksum code, independent of the library's).
 bool udp_checksum_ok(const std::vector<std::uint8_t>& f) {
-  const std::uint8_t* ip = f.data() + 14;
-  const std::size_t ihl = static_cast<std::size_t>(ip[0] & 0x0f) * 4;
-  const std::uint8_t* udp = ip + ihl;
-  const std::size_t udp_len = static_cast<std::size_t>(udp[4] << 8 | udp[5]);
-  std::uint32_t sum = sum16(ip + 12, 8);  // source and destination address
-  sum += 17 + static_cast<std::uint32_t>(udp_len);
-  sum = sum16(udp, udp_len, sum);
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return sum == 0xffff;
+  const auto report = xdpvhost::testing::verify_checksums(f);
+  return report.ok() && !report.udp_checksum_absent;
 }
 
 // DESIGN.md: a veth peer with TX checksum offload hands XDP frames whose
@@ -169,32 +169,16 @@ bool udp_checksum_ok(const std::vector<std::uint8_t>& f) {
 // complete. Both halves checked here, since the dataplane must know.
 TEST_F(XskSocketTest, PeerChecksumOffloadDecidesWhetherUdpChecksumsAreComplete) {
   open_path();
+  guest_is_neighbour_of_b();
   std::string out;
-  ASSERT_EQ(run_in_b(std::string("ip neigh add 10.77.0.100 lladdr ") + to_string(kGuest) + " dev " +
-                         kIfB + " nud permanent",
-                     &out),
-            0)
-      << out;
-  auto send_udp = [&] {
-    in_b([&] {
-      const sys::UniqueFd udp(::socket(AF_INET, SOCK_DGRAM, 0));
-      sockaddr_in to{};
-      to.sin_family = AF_INET;
-      to.sin_port = htons(4789);
-      ::inet_pton(AF_INET, "10.77.0.100", &to.sin_addr);
-      EXPECT_EQ(
-          ::sendto(udp.get(), "checksum me", 11, 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
-          11);
-    });
-  };
   ASSERT_EQ(run_in_b(std::string("ethtool -K ") + kIfB + " tx on", &out), 0) << out;
-  send_udp();
+  udp_from_b_to_guest("checksum me");
   auto frames = path_.receive(1, 2000);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_FALSE(udp_checksum_ok(frames[0])) << "offload on: expected a partial checksum";
 
   ASSERT_EQ(run_in_b(std::string("ethtool -K ") + kIfB + " tx off", &out), 0) << out;
-  send_udp();
+  udp_from_b_to_guest("checksum me");
   frames = path_.receive(1, 2000);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_TRUE(udp_checksum_ok(frames[0]));
