@@ -23,6 +23,7 @@ std::uint64_t monotonic_ns() noexcept {
 
 constexpr std::uint64_t kHousekeepingNs = 100'000'000;
 constexpr int kMaxEvents = 64;
+constexpr std::uint64_t kUnwatchAfterAwakeNs = 200'000;
 
 // epoll data for the two fds that are not a port's.
 WaitFd kCommandMarker;
@@ -119,9 +120,12 @@ void ServiceThread::run() {
         if (p->wants_housekeeping()) p->housekeeping();
     }
     if (work != 0) {
-      // Busy again: the rings are polled, the sockets need no watching
-      // (after this round's work, so it adds nothing to its latency).
-      if (sleep_only_fds_watched_) watch_sleep_only_fds(false);
+      // Awake for a while and working: the rings are polled, the sockets
+      // need no watching. Not right after a wakeup: the reply to a single
+      // request follows within a few rounds, and the syscall would sit in
+      // its path; a thread that goes back to sleep soon keeps them.
+      if (sleep_only_fds_watched_ && now - awake_since_ >= kUnwatchAfterAwakeNs)
+        watch_sleep_only_fds(false);
       counters_.busy_iterations.add();
       counters_.bursts.record(work);
       idle_since = 0;
@@ -139,6 +143,7 @@ void ServiceThread::run() {
     }
     sleep();
     idle_since = 0;
+    awake_since_ = monotonic_ns();
   }
   // Leave nothing pending for the guests.
   for (Port* p : ports_) p->end_burst();

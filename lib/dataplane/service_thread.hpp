@@ -125,6 +125,7 @@ class ServiceThread {
   bool wants_housekeeping_ = false;
   bool epoll_error_logged_ = false;
   bool sleep_only_fds_watched_ = false;
+  std::uint64_t awake_since_ = 0;  // CLOCK_MONOTONIC ns of the last wakeup
   std::vector<WaitFd> wait_fds_;
 };
 
