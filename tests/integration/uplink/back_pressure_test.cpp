@@ -12,13 +12,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
-const Ipv4Address kPeerIp = parse_ipv4_text(UplinkLab::kPeerIp);
-
-std::uint64_t u(const json& j, const char* key) {
-  return j.at(key).get<std::uint64_t>();
-}
-
 class BackPressure : public UplinkTest {};
 
 TEST_F(BackPressure, TxFloodIsHeldBackNotDroppedAndASecondPortIsServed) {

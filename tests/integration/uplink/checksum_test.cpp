@@ -24,9 +24,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
-const Ipv4Address kPeerIp = parse_ipv4_text(UplinkLab::kPeerIp);
-
 std::uint64_t delta(const SnmpCounters& after, const SnmpCounters& before, const char* key) {
   return after.at(key) - before.at(key);
 }

@@ -15,10 +15,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
-const Ipv4Address kPeerIp = parse_ipv4_text(UplinkLab::kPeerIp);
-const Ipv4Address kNodeIp = parse_ipv4_text(UplinkLab::kNodeIp);
-
 class FrontendTraffic : public UplinkTest {
  protected:
   void SetUp() override {
@@ -27,8 +23,6 @@ class FrontendTraffic : public UplinkTest {
         daemon_config(json::array({uplink_config()}), json::array({port_config(kVm1)}))));
     ASSERT_NO_FATAL_FAILURE(connect_guest(vm1_, kVm1));
   }
-
-  std::uint64_t u(const json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
 
   std::unique_ptr<FrontendGuest> vm1_;
 };

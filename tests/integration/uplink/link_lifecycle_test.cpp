@@ -11,13 +11,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
-const Ipv4Address kPeerIp = parse_ipv4_text(UplinkLab::kPeerIp);
-
-std::uint64_t u(const json& j, const char* key) {
-  return j.at(key).get<std::uint64_t>();
-}
-
 class LinkLifecycle : public UplinkTest {
  protected:
   std::string link() { return uplink_status().value("link", "?"); }
@@ -46,6 +39,20 @@ class LinkLifecycle : public UplinkTest {
         << "; uplink stats " << uplink_stats().dump() << "; port " << port_stats("vm1").dump();
     EXPECT_EQ(u(uplink_stats(), "tx_packets"), u(up0, "tx_packets"));
     EXPECT_EQ(lab_.peer_link().rx_packets, peer0.rx_packets);
+  }
+
+  // Once lab_.create_veth() made the interface (again): the daemon binds it
+  // in copy mode with its XDP program, the guest's MAC is in its unicast
+  // filter, and traffic flows both ways.
+  void expect_bound_to_the_new_interface() {
+    ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; }))
+        << uplink_status().dump();
+    const auto programs = lab_.node_xdp_programs();
+    ASSERT_EQ(programs.size(), 1u);
+    EXPECT_EQ(programs[0].name, "xdpvhost_steer");
+    EXPECT_NE(uplink_status().value("xdp_program", ""), "");
+    EXPECT_TRUE(fdb_has(kVm1.mac)) << "the new interface's unicast filter lacks the guest";
+    ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
   }
 
   std::unique_ptr<FrontendGuest> vm1_;
@@ -106,14 +113,7 @@ TEST_F(LinkLifecycle, DeletedAndCreatedAgain) {
   ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(10));
 
   ASSERT_TRUE(lab_.create_veth(out)) << out;
-  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; }))
-      << uplink_status().dump();
-  const auto programs = lab_.node_xdp_programs();
-  ASSERT_EQ(programs.size(), 1u);
-  EXPECT_EQ(programs[0].name, "xdpvhost_steer");
-  EXPECT_NE(uplink_status().value("xdp_program", ""), "");
-  EXPECT_TRUE(fdb_has(kVm1.mac)) << "the new interface's unicast filter lacks the guest";
-  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+  ASSERT_NO_FATAL_FAILURE(expect_bound_to_the_new_interface());
   EXPECT_TRUE(daemon_->running());
   EXPECT_EQ(daemon_->pid(), pid);
 }
@@ -127,13 +127,7 @@ TEST_F(LinkLifecycle, InterfaceThatAppearsAfterTheDaemonStarted) {
   ASSERT_NO_FATAL_FAILURE(expect_dropped_as_uplink_down(5));
 
   ASSERT_TRUE(lab_.create_veth(out)) << out;
-  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; }))
-      << uplink_status().dump();
-  const auto programs = lab_.node_xdp_programs();
-  ASSERT_EQ(programs.size(), 1u);
-  EXPECT_EQ(programs[0].name, "xdpvhost_steer");
-  EXPECT_TRUE(fdb_has(kVm1.mac));
-  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+  ASSERT_NO_FATAL_FAILURE(expect_bound_to_the_new_interface());
 }
 
 }  // namespace

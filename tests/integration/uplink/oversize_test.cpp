@@ -14,16 +14,11 @@ using namespace std::chrono_literals;
 
 constexpr std::uint16_t kEtherType = 0x88b5;  // IEEE 802 local experimental
 constexpr std::size_t kLongest = 1500 + 14 + 4;
-const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
 
 std::vector<std::uint8_t> raw_frame(const MacAddress& dst, const MacAddress& src, std::size_t len,
                                     std::uint8_t tag) {
   std::vector<std::uint8_t> payload(len - 14, tag);
   return testing::build_ethernet(dst, src, kEtherType, payload);
-}
-
-std::uint64_t u(const json& j, const char* key) {
-  return j.at(key).get<std::uint64_t>();
 }
 
 class Oversize : public UplinkTest {

@@ -13,9 +13,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::uint64_t u(const json& j, const char* key) {
-  return j.at(key).get<std::uint64_t>();
-}
 std::uint64_t delta(const SnmpCounters& a, const SnmpCounters& b, const char* key) {
   return a.at(key) - b.at(key);
 }

@@ -17,17 +17,12 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr std::uint16_t kEtherType = 0x88b5;
-const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
 
 std::vector<std::uint8_t> numbered_frame(const MacAddress& src, std::uint32_t seq) {
   std::vector<std::uint8_t> payload(46 + (seq * 131) % 1400, static_cast<std::uint8_t>(seq));
   const std::uint32_t be = htonl(seq);
   std::memcpy(payload.data(), &be, 4);
   return testing::build_ethernet(kPeerMac, src, kEtherType, payload);
-}
-
-std::uint64_t u(const json& j, const char* key) {
-  return j.at(key).get<std::uint64_t>();
 }
 
 struct BurstCase {

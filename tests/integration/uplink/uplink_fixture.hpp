@@ -38,6 +38,16 @@ inline constexpr GuestAddress kVm1{"vm1", "52:54:00:00:20:01", "10.99.0.11"};
 inline constexpr GuestAddress kVm2{"vm2", "52:54:00:00:20:02", "10.99.0.12"};
 inline constexpr GuestAddress kPmd{"pmd", "52:54:00:00:20:10", "10.99.0.20"};
 
+// The lab's addresses (UplinkLab::kPeerMac, ...) parsed, for building frames.
+inline const MacAddress kPeerMac = parse_mac_text(UplinkLab::kPeerMac);
+inline const Ipv4Address kPeerIp = parse_ipv4_text(UplinkLab::kPeerIp);
+inline const Ipv4Address kNodeIp = parse_ipv4_text(UplinkLab::kNodeIp);
+
+// j[key] as a counter (named short: it sits in most of the assertions).
+inline std::uint64_t u(const json& j, const char* key) {
+  return j.at(key).get<std::uint64_t>();
+}
+
 class UplinkTest : public ::testing::Test {
  protected:
   void SetUp() override;
