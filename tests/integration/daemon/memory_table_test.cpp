@@ -1,12 +1,10 @@
 // Memory tables that do not match the fds they come with.
 //
-// BUG (open, see the report of the integration suite): GuestMemory::map()
-// (lib/virtio/guest_memory.cpp) maps mmap_offset + memory_size bytes of the
-// region's fd without checking the fd's size. A frontend that describes a
-// region larger than its memfd gets the table accepted; the first guest
-// address beyond the end of the file the datapath touches raises SIGBUS and
-// the whole daemon dies -- every other port with it. These tests fail until
-// the table is refused (or the access made safe).
+// A frontend that describes a region larger than its memfd must get the
+// table refused (GuestMemory::map() checks the fd's size and seals it against
+// shrinking): otherwise the first guest address beyond the end of the file
+// the datapath touches raises SIGBUS and the whole daemon dies -- every other
+// port with it.
 
 #include <gtest/gtest.h>
 
