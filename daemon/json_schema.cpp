@@ -179,8 +179,9 @@ bool Compiler::schema_array(const json& value, const std::string& pointer, const
   if (!value.is_array() || value.empty()) {
     return fail(pointer, "\"" + key + "\" must be a non-empty array of schemas");
   }
+  const std::string items = pointer + "/" + key + "/";
   for (std::size_t i = 0; i < value.size(); ++i) {
-    const Schema* sub = compile(value[i], pointer + "/" + key + "/" + std::to_string(i));
+    const Schema* sub = compile(value[i], items + std::to_string(i));
     if (!sub) return false;
     out.push_back(sub);
   }

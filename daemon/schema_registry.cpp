@@ -64,6 +64,7 @@ std::unique_ptr<SchemaRegistry> SchemaRegistry::build(std::span<const ProtoFile>
       if (!is_schema_document(path)) continue;
       std::string problem = reg->schemas_.add(doc);
       if (!problem.empty()) {
+        // NOLINTNEXTLINE(performance-inefficient-string-concatenation): built once, then return
         error = path + ": " + problem;
         return nullptr;
       }
@@ -78,6 +79,7 @@ std::unique_ptr<SchemaRegistry> SchemaRegistry::build(std::span<const ProtoFile>
       if (name.empty()) continue;
       const std::string id = base + path;
       if (doc.value("$id", std::string()) != id) {
+        // NOLINTNEXTLINE(performance-inefficient-string-concatenation): built once, then return
         error = path + ": \"$id\" must be " + id;
         return nullptr;
       }

@@ -1,6 +1,7 @@
 #include "stats_view.hpp"
 
 #include <string>
+#include <utility>
 
 #include "text_table.hpp"
 
@@ -58,7 +59,7 @@ void print_ports(const json& ports, const json& previous, double seconds, std::o
   std::vector<bool> right(header.size(), true);
   right[0] = false;
   TextTable t(header, right);
-  std::vector<std::string> details;
+  std::vector<std::pair<std::string, std::string>> details;  // port, drops by reason
   for (const auto& [name, p] : ports.items()) {
     std::vector<std::string> row{name,
                                  std::to_string(number(p, "rx_packets")),
@@ -75,7 +76,7 @@ void print_ports(const json& ports, const json& previous, double seconds, std::o
       row.push_back(rate(p, before, "tx_packets", seconds));
     }
     t.add(std::move(row));
-    if (std::string d = drop_detail(p); !d.empty()) details.push_back("  " + name + ": " + d);
+    if (std::string d = drop_detail(p); !d.empty()) details.emplace_back(name, std::move(d));
   }
   if (t.empty()) {
     out << "no ports\n";
@@ -84,7 +85,7 @@ void print_ports(const json& ports, const json& previous, double seconds, std::o
   t.print(out);
   if (!details.empty()) {
     out << "drops by reason:\n";
-    for (const auto& d : details) out << d << '\n';
+    for (const auto& [name, d] : details) out << "  " << name << ": " << d << '\n';
   }
 }
 
@@ -92,7 +93,7 @@ void print_uplinks(const json& uplinks, std::ostream& out) {
   TextTable t({"UPLINK", "QUEUE", "RX PKTS", "RX BYTES", "TX PKTS", "TX BYTES", "RX DROPPED",
                "RX RING FULL", "FILL EMPTY", "TX RING EMPTY", "INVALID DESCS"},
               {false, true, true, true, true, true, true, true, true, true, true});
-  std::vector<std::string> details;
+  std::vector<std::pair<std::string, std::string>> details;  // uplink, drops by reason
   for (const auto& [name, u] : uplinks.items()) {
     if (!u.is_object()) continue;
     for (const auto& q : u.value("queues", json::array()))
@@ -103,14 +104,14 @@ void print_uplinks(const json& uplinks, std::ostream& out) {
              std::to_string(number(q, "rx_fill_ring_empty_descs")),
              std::to_string(number(q, "tx_ring_empty_descs")),
              std::to_string(number(q, "rx_invalid_descs") + number(q, "tx_invalid_descs"))});
-    if (std::string d = drop_detail(u); !d.empty()) details.push_back("  " + name + ": " + d);
+    if (std::string d = drop_detail(u); !d.empty()) details.emplace_back(name, std::move(d));
   }
   if (t.empty()) return;
   out << '\n';
   t.print(out);
   if (!details.empty()) {
     out << "uplink drops by reason:\n";
-    for (const auto& d : details) out << d << '\n';
+    for (const auto& [name, d] : details) out << "  " << name << ": " << d << '\n';
   }
 }
 

@@ -54,7 +54,8 @@ std::string http_response_head(const HttpResponse& response, bool keep_alive) {
       "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
   head += "Content-Type: " + response.content_type + "\r\n";
   head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
-  for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
+  for (const auto& [name, value] : response.headers)
+    head.append(name).append(": ").append(value).append("\r\n");
   head += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   head += "\r\n";
   return head;
