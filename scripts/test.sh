@@ -4,7 +4,7 @@
 # pairs, XDP programs and QEMU guests of their own (and remove them).
 #
 #   release tree (build/):    every label: unit, integration, dpdk, guest,
-#                             e2e, bench (smoke)
+#                             e2e, bench (smoke), lint (clang-format, clang-tidy)
 #   sanitizer tree (build-asan/): the unit tests under ASan + UBSan
 #
 # Usage: scripts/test.sh [ctest arguments for the release tree, e.g. -L unit]
