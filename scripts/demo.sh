@@ -9,7 +9,7 @@
 #                                       |        vm1 (10.77.0.2)  vm2     |
 #                                       +------------|------------|-------+
 #                                   vhost-user sockets in /tmp/xdpvhost-demo
-#                         DPDK testpmd virtio_user guests (icmpecho / txonly)
+#                         DPDK testpmd virtio_user guests (icmpecho, then macswap)
 #
 # Nothing is sent off this machine; everything is removed at the end.
 set -eu
@@ -94,15 +94,28 @@ ip netns exec $PEER ping -c 5 -i 0.2 10.77.0.2
 step "from $PEER: ping the node's own address (the host keeps its traffic: XDP_PASS)"
 ip netns exec $PEER ping -c 2 -i 0.2 10.77.0.3
 
-step "guest vm2: testpmd txonly sending 64-byte frames to vm1 for 3 s (local switching)"
+step "guests vm1 and vm2 exchange frames through the local switch for 3 s"
+echo "both run testpmd macswap (every frame back to its sender); vm2 starts the"
+echo "exchange with one burst of 64-byte frames to vm1 (--tx-first)"
+kill -INT "$(cat "$DIR/testpmd-vm1.pid")"
+for _ in $(seq 50); do kill -0 "$(cat "$DIR/testpmd-vm1.pid")" 2>/dev/null || break; sleep 0.1; done
+testpmd vm1 "$DIR/vm1.sock" 52:54:00:77:00:01 macswap 0,1 0
+sleep 2
 $CTL stats reset >/dev/null
-testpmd vm2 "$DIR/vm2.sock" 52:54:00:77:00:02 txonly 0,1 1 --eth-peer=0,52:54:00:77:00:01
+testpmd vm2 "$DIR/vm2.sock" 52:54:00:77:00:02 macswap 0,1 1 --eth-peer=0,52:54:00:77:00:01 --tx-first
 sleep 3
 kill -INT "$(cat "$DIR/testpmd-vm2.pid")"
 sleep 1
 $CTL stats
-switched=$($CTL --json stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["ports"]["vm1"]["tx_packets"])')
-[ "$switched" -gt 0 ] || { echo "demo: no frame reached vm1 from vm2" >&2; exit 1; }
+# Frames into vm1 (from vm2) and into vm2 (back from vm1): both ways.
+both=$($CTL --json stats | python3 -c '
+import json, sys
+ports = json.load(sys.stdin)["ports"]
+to_vm1, to_vm2 = ports["vm1"]["tx_packets"], ports["vm2"]["tx_packets"]
+print(f"vm2 -> vm1: {to_vm1} frames, vm1 -> vm2: {to_vm2} frames")
+print("ok" if to_vm1 > 0 and to_vm2 > 0 else "no")')
+echo "$both" | head -1
+[ "$(echo "$both" | tail -1)" = ok ] || { echo "demo: the guests did not exchange frames both ways" >&2; exit 1; }
 
 step "Prometheus metrics (GET /metrics on 127.0.0.1:9477 inside $NODE), a few lines"
 ip netns exec $NODE python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:9477/metrics").read().decode())' \
