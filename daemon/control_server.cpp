@@ -10,6 +10,8 @@
 #include <deque>
 #include <filesystem>
 
+#include "sys/log_rate.hpp"
+
 namespace xdpvhost::daemon {
 
 using boost::asio::local::stream_protocol;
@@ -177,12 +179,10 @@ void ControlServer::accept() {
         if (ec == boost::asio::error::operation_aborted || !acceptor_) return;
         if (!ec) {
           if (sessions_.size() >= options_.max_clients) {
-            // A client retrying in a loop must not flood the log: 1st, 10th, 100th, ...
-            if (++refused_ == next_refusal_log_) {
+            // A client retrying in a loop must not flood the log.
+            if (sys::worth_logging(++refused_))
               spdlog::warn("control socket: {} clients connected, refused {} connection(s) so far",
                            sessions_.size(), refused_);
-              next_refusal_log_ *= 10;
-            }
           } else {
             auto session = std::make_shared<Session>(*this, std::move(socket));
             sessions_.insert(session);

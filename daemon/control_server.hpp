@@ -57,7 +57,6 @@ class ControlServer {
   std::optional<boost::asio::local::stream_protocol::acceptor> acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::uint64_t refused_ = 0;
-  std::uint64_t next_refusal_log_ = 1;
 };
 
 }  // namespace xdpvhost::daemon

@@ -9,6 +9,7 @@
 
 #include "dataplane/checksum.hpp"
 #include "dataplane/forwarder.hpp"
+#include "sys/log_rate.hpp"
 #include "virtio/features.hpp"
 #include "virtio/net_header.hpp"
 
@@ -184,11 +185,8 @@ void GuestPort::report_broken(Queue& q, std::uint32_t vring) {
   status_[vring].error.store(error, std::memory_order_relaxed);
   status_[vring].state.store(QueueState::kBroken, std::memory_order_relaxed);
   counters().queue_errors.add();
-  // Once per break; a guest that breaks its rings in a loop is logged at the
-  // first ten breaks and then every power of ten.
-  std::uint64_t n = counters().queue_errors.get();
-  while (n > 10 && n % 10 == 0) n /= 10;
-  if (n <= 10)
+  // Once per break; a guest that breaks its rings in a loop is rate-limited.
+  if (sys::worth_logging(counters().queue_errors.get()))
     spdlog::warn(
         "port {}: vring {} broken ({}); it stays stopped until the guest resets the "
         "device (queue error #{})",

@@ -11,18 +11,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "sys/log_rate.hpp"
 #include "vhost/message_table.hpp"
 
 namespace xdpvhost::vhost {
 namespace {
-
-// A misbehaving or flapping frontend must not flood the log: the first ten
-// occurrences, then every power of ten.
-bool should_log(std::uint64_t n) {
-  if (n <= 10) return true;
-  while (n % 10 == 0) n /= 10;
-  return n == 1;
-}
 
 bool make_address(const std::string& path, sockaddr_un& addr, std::string& error) {
   addr = {};
@@ -121,7 +114,7 @@ void SocketEndpoint::on_accept() {
     if (connection_) {
       // vhost-user is one frontend per socket; a second one is turned away.
       ++counters_.rejected_connections;
-      if (should_log(counters_.rejected_connections))
+      if (sys::worth_logging(counters_.rejected_connections))
         spdlog::warn("port {}: second frontend connection on {} refused (#{})", options_.name,
                      options_.path, counters_.rejected_connections);
       continue;
@@ -159,7 +152,7 @@ void SocketEndpoint::attach(sys::UniqueFd fd) {
   connection_ = std::make_unique<Connection>(std::move(fd));
   connection_wait_.emplace(io_, raw);
   ++counters_.connections;
-  if (should_log(counters_.connections))
+  if (sys::worth_logging(counters_.connections))
     spdlog::info("port {}: frontend connected on {} (#{})", options_.name, options_.path,
                  counters_.connections);
   set_state(State::kConnected);
@@ -213,7 +206,7 @@ void SocketEndpoint::on_readable() {
 void SocketEndpoint::close_connection(const std::string& why) {
   if (!connection_) return;
   ++counters_.disconnections;
-  if (should_log(counters_.disconnections))
+  if (sys::worth_logging(counters_.disconnections))
     spdlog::info("port {}: frontend disconnected ({}) (#{})", options_.name, why,
                  counters_.disconnections);
   if (connection_wait_) {
@@ -229,7 +222,7 @@ void SocketEndpoint::close_connection(const std::string& why) {
 }
 
 void SocketEndpoint::log_failure(const std::string& what) {
-  if (should_log(counters_.failed_messages))
+  if (sys::worth_logging(counters_.failed_messages))
     spdlog::warn("port {}: {} (failure #{})", options_.name, what, counters_.failed_messages);
 }
 
