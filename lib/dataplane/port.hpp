@@ -23,7 +23,8 @@ struct WaitFd {
   std::uint32_t events = 0;  // EPOLLIN / EPOLLOUT
   bool is_kick = false;      // a guest kick eventfd: read and counted on wakeup
   class Port* port = nullptr;
-  // In the epoll set only while the thread sleeps. An fd in an epoll set has
+  // In the epoll set only around sleeps (ServiceThread::watch_sleep_only_fds
+  // says when it is added and removed). An fd in an epoll set has
   // a wait-queue entry, and the kernel then takes the epoll locks at every
   // wakeup of that socket: for an AF_XDP socket that is every completed TX
   // frame (sock_wfree) and every received one, ~10% of the guest->outside

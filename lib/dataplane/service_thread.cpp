@@ -199,9 +199,10 @@ void ServiceThread::rebuild_wait_set() {
   wait_fds_dirty_ = false;
 }
 
-// Added when the thread first sleeps, removed when it finds work again: an
-// idle thread that wakes for housekeeping keeps them (each add polls the
-// socket, and in copy mode that poll tries to transmit).
+// Added when the thread first sleeps, removed once it has been awake
+// kUnwatchAfterAwakeNs with work: an idle thread that wakes for housekeeping,
+// or one answering single requests, keeps them (each add polls the socket,
+// and in copy mode that poll tries to transmit).
 void ServiceThread::watch_sleep_only_fds(bool watch) {
   sleep_only_fds_watched_ = watch;
   for (WaitFd& w : wait_fds_) {
