@@ -86,9 +86,23 @@ testpmd() { # name socket mac mode lcores main-lcore [testpmd options...]
   echo $! > "$DIR/testpmd-$name.pid"
 }
 
+wait_running() { # port: until its guest has started its queues
+  for _ in $(seq 100); do
+    state=$($CTL --json call port.get "{\"name\":\"$1\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+    [ "$state" = running ] && return 0
+    sleep 0.1
+  done
+  echo "demo: port $1 is $state, not running, after 10 s (see $DIR/testpmd-$1.log)" >&2
+  return 1
+}
+
+wait_exit() { # name: until its testpmd has quit
+  for _ in $(seq 50); do kill -0 "$(cat "$DIR/testpmd-$1.pid")" 2>/dev/null || return 0; sleep 0.1; done
+}
+
 step "guest vm1: DPDK testpmd (virtio_user) answering ARP and ping as 10.77.0.2"
 testpmd vm1 "$DIR/vm1.sock" 52:54:00:77:00:01 icmpecho 0,1 0
-sleep 3
+wait_running vm1
 step "from $PEER: ping the guest through the uplink (XDP redirect -> AF_XDP -> vhost-user)"
 ip netns exec $PEER ping -c 5 -i 0.2 10.77.0.2
 step "from $PEER: ping the node's own address (the host keeps its traffic: XDP_PASS)"
@@ -98,14 +112,14 @@ step "guests vm1 and vm2 exchange frames through the local switch for 3 s"
 echo "both run testpmd macswap (every frame back to its sender); vm2 starts the"
 echo "exchange with one burst of 64-byte frames to vm1 (--tx-first)"
 kill -INT "$(cat "$DIR/testpmd-vm1.pid")"
-for _ in $(seq 50); do kill -0 "$(cat "$DIR/testpmd-vm1.pid")" 2>/dev/null || break; sleep 0.1; done
+wait_exit vm1
 testpmd vm1 "$DIR/vm1.sock" 52:54:00:77:00:01 macswap 0,1 0
-sleep 2
+wait_running vm1
 $CTL stats reset >/dev/null
 testpmd vm2 "$DIR/vm2.sock" 52:54:00:77:00:02 macswap 0,1 1 --eth-peer=0,52:54:00:77:00:01 --tx-first
-sleep 3
+sleep 3  # the exchange runs for three seconds
 kill -INT "$(cat "$DIR/testpmd-vm2.pid")"
-sleep 1
+wait_exit vm2
 $CTL stats
 # Frames into vm1 (from vm2) and into vm2 (back from vm1): both ways.
 both=$($CTL --json stats | python3 -c '
