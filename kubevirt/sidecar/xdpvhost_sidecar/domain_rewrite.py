@@ -1,0 +1,124 @@
+"""Rewrites a libvirt domain XML as the upstream vhostuser binding does
+(CONTRACT.md §10): one <interface type="vhostuser"> per bound VMI interface
+with QEMU as the socket's server, and shared guest memory (the backend maps
+it). Everything else in the document is left as it came."""
+
+from xml.dom import minidom
+from xml.parsers.expat import ExpatError
+
+from .binding_error import BindingError
+from .vmi_interface import QUEUE_SIZE
+
+# Elements libvirtxml writes before <interface> inside <devices>; a new
+# interface goes after the last interface, or else after the last of these.
+_BEFORE_INTERFACES = ("emulator", "disk", "controller", "lease", "filesystem")
+# Domain children libvirtxml writes before <memoryBacking>.
+_BEFORE_MEMORY_BACKING = ("name", "uuid", "genid", "title", "description", "metadata",
+                          "maxMemory", "memory", "currentMemory", "blkiotune", "memtune")
+
+
+def _children(node, tag):
+    return [c for c in node.childNodes if c.nodeType == c.ELEMENT_NODE and c.tagName == tag]
+
+
+def _child(node, tag):
+    found = _children(node, tag)
+    return found[0] if found else None
+
+
+def _element(doc, tag, **attrs):
+    e = doc.createElement(tag)
+    for k, v in attrs.items():
+        e.setAttribute(k, str(v))
+    return e
+
+
+def _insert_after_last(parent, new, tags):
+    """Insert `new` after the last child of `parent` named one of `tags`, or
+    first when there is none."""
+    anchor = None
+    for c in parent.childNodes:
+        if c.nodeType == c.ELEMENT_NODE and c.tagName in tags:
+            anchor = c
+    if anchor is None:
+        parent.insertBefore(new, parent.firstChild)
+    else:
+        parent.insertBefore(new, anchor.nextSibling)
+
+
+def _interface(doc, iface, endpoint):
+    e = _element(doc, "interface", type="vhostuser")
+    if iface.mac:
+        e.appendChild(_element(doc, "mac", address=iface.mac))
+    e.appendChild(_element(doc, "source", type="unix", mode="server", path=endpoint.path))
+    e.appendChild(_element(doc, "model", type=iface.model))
+    e.appendChild(_element(doc, "driver", queues=iface.queues, rx_queue_size=QUEUE_SIZE,
+                           tx_queue_size=QUEUE_SIZE))
+    e.appendChild(_element(doc, "mtu", size=endpoint.mtu))
+    if iface.acpi_index:
+        e.appendChild(_element(doc, "acpi", index=iface.acpi_index))
+    e.appendChild(_element(doc, "alias", name=iface.alias))
+    if iface.pci_address:
+        e.appendChild(_pci_address(doc, iface))
+    return e
+
+
+def _pci_address(doc, iface):
+    text = iface.pci_address
+    try:
+        dom_bus, slot_fn = text.rsplit(":", 1)
+        domain, bus = dom_bus.split(":") if dom_bus.count(":") == 1 else ("0000", dom_bus)
+        slot, function = slot_fn.split(".")
+        values = [int(domain, 16), int(bus, 16), int(slot, 16), int(function, 16)]
+    except ValueError as e:
+        raise BindingError(f"interface {iface.name}: pciAddress {text!r} is not "
+                           "DDDD:BB:SS.F") from e
+    return _element(doc, "address", type="pci", domain=f"0x{values[0]:04x}",
+                    bus=f"0x{values[1]:02x}", slot=f"0x{values[2]:02x}",
+                    function=f"0x{values[3]:x}")
+
+
+def _alias_of(interface):
+    alias = _child(interface, "alias")
+    return alias.getAttribute("name") if alias is not None else None
+
+
+def _share_memory(doc, domain):
+    backing = _child(domain, "memoryBacking")
+    if backing is None:
+        backing = doc.createElement("memoryBacking")
+        _insert_after_last(domain, backing, _BEFORE_MEMORY_BACKING)
+    access = _child(backing, "access")
+    if access is None:
+        access = doc.createElement("access")
+        backing.appendChild(access)
+    access.setAttribute("mode", "shared")
+
+
+def rewrite(domain_xml, bound):
+    """`bound`: (VmiInterface, VhostUserEndpoint) pairs. Returns the new
+    domain XML (bytes). With nothing bound the domain is returned as it came."""
+    if not bound:
+        return domain_xml
+    try:
+        doc = minidom.parseString(domain_xml)
+    except ExpatError as e:
+        raise BindingError(f"domain XML does not parse: {e}") from e
+    domain = doc.documentElement
+    if domain.tagName != "domain":
+        raise BindingError(f"domain XML has root <{domain.tagName}>, not <domain>")
+    devices = _child(domain, "devices")
+    if devices is None:
+        devices = doc.createElement("devices")
+        domain.appendChild(devices)
+    for iface, endpoint in bound:
+        new = _interface(doc, iface, endpoint)
+        existing = [i for i in _children(devices, "interface") if _alias_of(i) == iface.alias]
+        if existing:
+            devices.replaceChild(new, existing[0])
+        elif _children(devices, "interface"):
+            _insert_after_last(devices, new, ("interface",))
+        else:
+            _insert_after_last(devices, new, _BEFORE_INTERFACES)
+    _share_memory(doc, domain)
+    return domain.toxml().encode("utf-8")

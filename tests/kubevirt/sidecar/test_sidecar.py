@@ -1,0 +1,299 @@
+"""The binding sidecar (kubevirt/sidecar) as virt-launcher uses it: the real
+sidecar process serves KubeVirt's hook API on a unix socket; this test calls
+Info, OnDefineDomain and Shutdown over gRPC with the generated stubs, on a
+KubeVirt-shaped domain (domain-vm1.xml) and VMI (vmi-vm1.json), with and
+without the claim's device metadata file mounted, and validates every domain
+it gets back with libvirt's virt-xml-validate (offline RelaxNG schemas of
+libvirt-clients).
+
+Environment: XDPVHOST_HOOK_STUBS (generated stubs), PYTHONPATH including
+kubevirt/sidecar."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+import grpc
+
+from xdpvhost_sidecar.stubs import info_grpc, info_pb2, v1alpha3_grpc, v1alpha3_pb2
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOMAIN = open(os.path.join(HERE, "domain-vm1.xml"), "rb").read()
+VMI = json.load(open(os.path.join(HERE, "vmi-vm1.json")))
+TEMPLATE_META = "resourceclaimtemplates/vhost/vhost-port/xdpvhost.io-metadata.json"
+
+# The interface CONTRACT.md §10 documents for this VM (metadata socket path
+# and MTU filled in per case).
+EXPECTED_INTERFACE = """
+<interface type="vhostuser">
+  <mac address="02:00:00:00:00:01"></mac>
+  <source type="unix" mode="server" path="{path}"></source>
+  <model type="virtio"></model>
+  <driver queues="2" rx_queue_size="1024" tx_queue_size="1024"></driver>
+  <mtu size="{mtu}"></mtu>
+  <acpi index="2"></acpi>
+  <alias name="ua-fast0"></alias>
+  <address type="pci" domain="0x0000" bus="0x02" slot="0x02" function="0x0"></address>
+</interface>"""
+
+
+def metadata_stream(path="/var/run/xdpvhost/vhost/vhost-port/vhost.sock", mtu=9000, extra=True):
+    """A KEP-5304 metadata file as the Go helper writes it: the object once
+    per version (here an unknown newer one first), pretty-printed, each
+    followed by a newline."""
+    attrs = {"vhost-user-path": {"string": path}}
+    if mtu is not None:
+        attrs["mtu"] = {"int": mtu}
+    obj = {"kind": "DeviceMetadata", "apiVersion": "metadata.resource.k8s.io/v1alpha1",
+           "metadata": {"name": "virt-launcher-vm1-x7k2p-vhost-q9wzt", "namespace": "default",
+                        "uid": "6f1c2d9e-0a4b-4c57-9d1e-2b7f3a8c5e10", "generation": 1,
+                        "creationTimestamp": None},
+           "podClaimName": "vhost",
+           "requests": [{"name": "vhost-port", "devices": [
+               {"driver": "xdpvhost.io", "pool": "node-a", "name": "uplink0",
+                "attributes": attrs}]}]}
+    newer = dict(obj, apiVersion="metadata.resource.k8s.io/v1beta9")
+    objs = [newer, obj] if extra else [obj]
+    return "".join(json.dumps(o, indent=2) + "\n" for o in objs)
+
+
+def canonical(element):
+    for e in element.iter():
+        e.tail = None
+        if e.text is not None and not e.text.strip():
+            e.text = None
+    return ET.canonicalize(ET.tostring(element))
+
+
+def interfaces(domain):
+    return domain.findall("./devices/interface")
+
+
+class Sidecar:
+    def __init__(self, root, *args):
+        self.socket = os.path.join(root, "hooks", "vhostuser.sock")
+        self.log_path = os.path.join(root, "sidecar.log")
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "xdpvhost_sidecar", "--socket", self.socket, *args],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.channel = grpc.insecure_channel("unix:" + self.socket)
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=20)
+        except grpc.FutureTimeoutError:
+            self.stop()
+            raise AssertionError(f"sidecar did not serve {self.socket}:\n{self.output()}")
+        self.info = info_grpc.InfoStub(self.channel)
+        self.callbacks = v1alpha3_grpc.CallbacksStub(self.channel)
+
+    def define(self, domain=DOMAIN, vmi=VMI):
+        r = self.callbacks.OnDefineDomain(
+            v1alpha3_pb2.OnDefineDomainParams(domainXML=domain, vmi=json.dumps(vmi).encode()),
+            timeout=60)
+        return r.domainXML
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        self.channel.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.log.close()
+
+
+class SidecarTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="xdpvhost-sidecar-")
+        self.addCleanup(self.tmp.cleanup)
+        self.root = self.tmp.name
+        self.meta_root = os.path.join(self.root, "dra-device-attributes")
+
+    def start(self, *extra):
+        s = Sidecar(self.root, "--metadata-root", self.meta_root, *extra)
+        self.addCleanup(s.stop)
+        return s
+
+    def write_metadata(self, rel=TEMPLATE_META, text=None):
+        path = os.path.join(self.meta_root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(metadata_stream() if text is None else text)
+        return path
+
+    def assert_valid_domain(self, xml):
+        path = os.path.join(self.root, "out.xml")
+        with open(path, "wb") as f:
+            f.write(xml)
+        r = subprocess.run(["virt-xml-validate", path, "domain"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, f"virt-xml-validate:\n{r.stdout}{r.stderr}\n"
+                                          f"{xml.decode()}")
+
+    def assert_vhostuser(self, xml, path, mtu):
+        domain = ET.fromstring(xml)
+        fast0 = [i for i in interfaces(domain) if i.find("alias").get("name") == "ua-fast0"]
+        self.assertEqual(len(fast0), 1, xml.decode())
+        self.assertEqual(canonical(fast0[0]),
+                         canonical(ET.fromstring(EXPECTED_INTERFACE.format(path=path, mtu=mtu))))
+        access = domain.findall("./memoryBacking/access")
+        self.assertEqual([a.get("mode") for a in access], ["shared"])
+        return domain
+
+    def test_info(self):
+        s = self.start()
+        r = s.info.Info(info_pb2.InfoParams(), timeout=5)
+        self.assertEqual(list(r.versions), ["v1alpha3"])
+        self.assertEqual([(h.name, h.priority) for h in r.hookPoints],
+                         [("OnDefineDomain", 0), ("Shutdown", 0)])
+        self.assertTrue(r.name)
+
+    def test_input_domain_is_valid(self):
+        """The fixture itself is a domain libvirt accepts (else the checks
+        of the rewritten one prove little)."""
+        self.assert_valid_domain(DOMAIN)
+
+    def test_with_metadata(self):
+        meta = self.write_metadata(text=metadata_stream(path="/var/run/xdpvhost/m/r/vhost.sock"))
+        s = self.start()
+        xml = s.define()
+        domain = self.assert_vhostuser(xml, "/var/run/xdpvhost/m/r/vhost.sock", 9000)
+        self.assert_valid_domain(xml)
+        # the pod network's interface and the rest of the domain are untouched
+        before = ET.fromstring(DOMAIN)
+        default = [i for i in interfaces(domain) if i.find("alias").get("name") == "ua-default"]
+        self.assertEqual([canonical(i) for i in default], [canonical(interfaces(before)[0])])
+        self.assertEqual(canonical(domain.find("metadata")), canonical(before.find("metadata")))
+        self.assertEqual(len(domain.find("devices")), len(before.find("devices")) + 1)
+        self.assertIn(f"vhost-user socket /var/run/xdpvhost/m/r/vhost.sock, mtu 9000, queues 2, "
+                      f"from device metadata {meta}", s.output())
+
+    def test_without_metadata(self):
+        s = self.start()
+        xml = s.define()
+        self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500)
+        self.assert_valid_domain(xml)
+        out = s.output()
+        self.assertIn("WARNING", out)
+        self.assertIn("vhost-user socket /var/run/xdpvhost/vhost/vhost-port/vhost.sock, mtu 1500",
+                      out)
+        self.assertIn(f"device metadata {os.path.join(self.meta_root, TEMPLATE_META)} is not "
+                      "mounted in this container", out)
+
+    def test_socket_root_and_default_mtu_options(self):
+        s = self.start("--socket-root", "/run/xv", "--default-mtu", "1400")
+        self.assert_vhostuser(s.define(), "/run/xv/vhost/vhost-port/vhost.sock", 1400)
+
+    def test_named_claim(self):
+        vmi = copy.deepcopy(VMI)
+        vmi["spec"]["resourceClaims"] = [{"name": "vhost", "resourceClaimName": "shared-port"}]
+        s = self.start()
+        self.assert_vhostuser(s.define(vmi=vmi),
+                              "/var/run/xdpvhost/shared-port/vhost-port/vhost.sock", 1500)
+        self.write_metadata("resourceclaims/shared-port/vhost-port/xdpvhost.io-metadata.json")
+        self.assert_vhostuser(s.define(vmi=vmi),
+                              "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 9000)
+
+    def test_existing_interface_of_that_alias_is_replaced(self):
+        domain = DOMAIN.replace(b'<alias name="ua-default">', b'<alias name="ua-fast0">')
+        s = self.start()
+        xml = s.define(domain=domain)
+        self.assertEqual(len(interfaces(ET.fromstring(xml))), 1)
+        self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500)
+        self.assert_valid_domain(xml)
+
+    def test_existing_memory_backing_is_kept(self):
+        domain = DOMAIN.replace(b'<os>', b'<memoryBacking><hugepages></hugepages>'
+                                b'<access mode="private"></access></memoryBacking><os>')
+        s = self.start()
+        xml = s.define(domain=domain)
+        out = self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500)
+        self.assertIsNotNone(out.find("./memoryBacking/hugepages"))
+        self.assert_valid_domain(xml)
+
+    def test_single_queue_without_multiqueue(self):
+        vmi = copy.deepcopy(VMI)
+        vmi["spec"]["domain"]["devices"]["networkInterfaceMultiqueue"] = False
+        vmi["spec"]["domain"]["devices"]["useVirtioTransitional"] = True
+        del vmi["spec"]["domain"]["devices"]["interfaces"][1]["macAddress"]
+        s = self.start()
+        iface = [i for i in interfaces(ET.fromstring(s.define(vmi=vmi)))
+                 if i.get("type") == "vhostuser"][0]
+        self.assertEqual(iface.find("driver").get("queues"), "1")
+        self.assertEqual(iface.find("model").get("type"), "virtio-transitional")
+        self.assertIsNone(iface.find("mac"))
+
+    def test_other_binding_leaves_domain_as_it_came(self):
+        s = self.start("--binding-name", "someone-else")
+        self.assertEqual(s.define(), DOMAIN)
+
+    def test_bad_metadata_is_refused_not_guessed(self):
+        s = self.start()
+        cases = {
+            "no mtu": metadata_stream(mtu=None),
+            "not JSON": "{not json",
+            "mtu out of range": metadata_stream(mtu=65536),
+            "no known version": metadata_stream().replace("v1alpha1", "v0"),
+        }
+        for what, text in cases.items():
+            with self.subTest(what):
+                self.write_metadata(text=text)
+                with self.assertRaises(grpc.RpcError) as e:
+                    s.define()
+                self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn("device metadata", e.exception.details())
+
+    def test_vmi_errors(self):
+        s = self.start()
+        no_claim = copy.deepcopy(VMI)
+        no_claim["spec"]["networks"][1] = {"name": "fast0", "pod": {}}
+        bad_model = copy.deepcopy(VMI)
+        bad_model["spec"]["domain"]["devices"]["interfaces"][1]["model"] = "e1000"
+        long_names = copy.deepcopy(VMI)
+        long_names["spec"]["networks"][1]["resourceClaim"]["requestName"] = "r" * 63
+        long_names["spec"]["resourceClaims"][0]["name"] = "vhost" + "c" * 50
+        long_names["spec"]["networks"][1]["resourceClaim"]["claimName"] = "vhost" + "c" * 50
+        for what, vmi, text in (("no resourceClaim", no_claim, "no resourceClaim"),
+                                ("model", bad_model, "'e1000' is not supported"),
+                                ("sun_path", long_names, "longer than a unix socket path")):
+            with self.subTest(what):
+                with self.assertRaises(grpc.RpcError) as e:
+                    s.define(vmi=vmi)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn(text, e.exception.details())
+
+    def test_fallback_matches_the_dra_plugin(self):
+        """The convention the sidecar falls back to is the DRA plugin's own
+        default (kubevirt/dra_plugin): same container root, same MTU."""
+        import xdpvhost_sidecar
+        from xdpvhost_dra import options
+        from xdpvhost_dra.socket_dir import SOCKET_FILE
+
+        defaults = options.parser().parse_args(["--node-name", "node-a"])
+        self.assertEqual(defaults.container_socket_root,
+                         xdpvhost_sidecar.DEFAULT_CONTAINER_SOCKET_ROOT)
+        self.assertEqual(defaults.default_mtu, xdpvhost_sidecar.DEFAULT_MTU)
+        self.assertEqual(SOCKET_FILE, xdpvhost_sidecar.SOCKET_FILE_NAME)
+
+    def test_shutdown_stops_the_sidecar(self):
+        s = self.start()
+        s.callbacks.Shutdown(v1alpha3_pb2.ShutdownParams(), timeout=5)
+        self.assertEqual(s.proc.wait(10), 0)
+        self.assertFalse(os.path.exists(s.socket))
+
+    def test_sigterm_stops_the_sidecar(self):
+        s = self.start()
+        s.proc.terminate()
+        self.assertEqual(s.proc.wait(10), 0)
+        self.assertFalse(os.path.exists(s.socket))
+
+
+if __name__ == "__main__":
+    unittest.main()
