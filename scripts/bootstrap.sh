@@ -13,7 +13,16 @@ PACKAGES="
   dpdk dpdk-dev qemu-system-x86 busybox-static iperf3 tcpdump
   python3 python3-jsonschema python3-matplotlib
   python3-grpcio python3-protobuf python3-kubernetes python3-selinux protobuf-compiler protobuf-compiler-grpc
+  python3-yaml libvirt-clients podman debootstrap
 "
+
+# Debian packages of which only a binary is unpacked, under /opt/xdpvhost-tools/PACKAGE
+# (apt-get download + dpkg-deb -x), never installed: kubernetes-client's kubectl 1.20
+# (the manifests tests render with its built-in kustomize; on these machines another
+# package owns /usr/bin/kubectl) and prometheus's promtool (installing the package
+# would start a Prometheus server).
+UNPACKED="kubernetes-client:usr/bin/kubectl prometheus:usr/bin/promtool"
+TOOLS=/opt/xdpvhost-tools
 
 missing=""
 for p in $PACKAGES; do
@@ -27,6 +36,27 @@ if [ -n "$missing" ]; then
   apt-get update -q
   # shellcheck disable=SC2086
   apt-get install -y -q --no-install-recommends $missing
+fi
+
+for entry in $UNPACKED; do
+  pkg=${entry%%:*} file=${entry#*:}
+  if [ ! -x "$TOOLS/$pkg/$file" ]; then
+    tmp=$(mktemp -d) && chmod 0755 "$tmp"  # readable by apt's _apt user
+    (cd "$tmp" && apt-get download -q "$pkg" >/dev/null) || { apt-get update -q && (cd "$tmp" && apt-get download -q "$pkg" >/dev/null); }
+    rm -rf "$TOOLS/$pkg" && mkdir -p "$TOOLS/$pkg"
+    dpkg-deb -x "$tmp"/"$pkg"_*.deb "$TOOLS/$pkg"
+    rm -rf "$tmp"
+  fi
+done
+
+# Offline schemas for the manifests tests (npm packages kubernetes-models,
+# @kubernetes-models/prometheus-operator, @kubevirt-ui-ext/kubevirt-api), pinned
+# by tests/kubevirt/manifests/tooling/package-lock.json.
+command -v npm >/dev/null 2>&1 || apt-get install -y -q --no-install-recommends nodejs npm
+tooling="$(dirname "$0")/../tests/kubevirt/manifests/tooling"
+if ! cmp -s "$tooling/package-lock.json" "$tooling/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  (cd "$tooling" && npm ci --no-audit --no-fund --loglevel=error) || { echo "bootstrap: npm ci in $tooling failed" >&2; exit 1; }
+  cp "$tooling/package-lock.json" "$tooling/node_modules/.package-lock.json.installed"
 fi
 
 # The guest kernel for the real-guest suite is taken from Debian's
