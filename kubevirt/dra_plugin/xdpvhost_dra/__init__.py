@@ -1,0 +1,7 @@
+"""xdpvhost's DRA kubelet plugin (driver xdpvhost.io): publishes the
+daemon's uplinks as shareable devices, and on NodePrepareResources makes a
+per-claim socket directory, adds a vhost-user client port to xdpvhostd over
+its control socket and writes the CDI specs and KEP-5304 device metadata
+that bring the socket into the VM's pod."""
+
+DRIVER_NAME = "xdpvhost.io"

@@ -1,0 +1,278 @@
+"""NodePrepareResources and NodeUnprepareResources for one claim at a time,
+and the reconcile pass that puts back what is missing after a restart of
+the plugin or of the daemon. One lock serialises them all (as the Go
+kubelet plugin helper does).
+
+prepare: state record (phase preparing) -> socket directory -> port.add
+(client mode, the socket QEMU will create, mac_policy learn, owner labels)
+-> CDI spec of the socket directory -> device metadata and its CDI spec ->
+record phase prepared -> claim status.devices (best effort).
+unprepare: port.remove -> socket directory -> metadata and CDI specs ->
+record deleted. Both are idempotent: a repeated prepare of a prepared claim
+checks that everything is still in place and answers the same devices."""
+
+import logging
+import threading
+
+from . import DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names
+from .daemon_control import NAME_IN_USE, DaemonError, DaemonUnavailable
+from .kube_api import ApiError
+from .socket_dir import SocketDirError
+
+log = logging.getLogger("xdpvhost-dra.claims")
+
+
+class Failure(RuntimeError):
+    """A per-claim failure: its message is the claim's error for the kubelet."""
+
+
+def port_params(record, p):
+    claim = record["claim"]
+    return {
+        "name": p["port"], "socket": p["socket"], "mode": "client", "uplink": p["uplink"],
+        "mtu": p["mtu"], "queues": p["queues"], "mac_policy": "learn",
+        "owner": {"namespace": claim["namespace"], "vm": record.get("vm") or "", "claim": claim["name"]},
+    }
+
+
+class ClaimDriver:
+    def __init__(self, options, daemon, api, sockets, store, devices):
+        self.o = options
+        self.daemon = daemon
+        self.api = api
+        self.sockets = sockets
+        self.store = store
+        self.devices = devices  # callable -> {device name: UplinkDevice}
+        self.lock = threading.Lock()
+
+    # ---- kubelet calls ---------------------------------------------------
+
+    def prepare(self, namespace, name, claim_uid):
+        """Returns (devices, error): devices as dicts of the kubelet's Device."""
+        what = f"claim {namespace}/{name} ({claim_uid})"
+        try:
+            names.dns_label("claim namespace", namespace)
+            names.dns_subdomain("claim name", name)
+            names.uid("claim UID", claim_uid)
+        except names.InvalidName as e:
+            log.error("prepare %s refused: %s", what[:200], e)
+            return [], str(e)
+        with self.lock:
+            try:
+                devices = self._prepare(namespace, name, claim_uid)
+                log.info("prepare %s: done, devices %s", what,
+                         ", ".join(f"{d['device_name']} for {d['request_names'][0]}" for d in devices)
+                         or "none of this driver")
+                return devices, ""
+            except (Failure, claim_plan.ClaimError, ApiError, DaemonUnavailable, DaemonError,
+                    SocketDirError, OSError) as e:
+                log.error("prepare %s failed: %s", what, e)
+                return [], str(e)
+
+    def unprepare(self, namespace, name, claim_uid):
+        what = f"claim {namespace}/{name} ({claim_uid})"
+        try:
+            names.uid("claim UID", claim_uid)
+        except names.InvalidName as e:
+            log.error("unprepare %s refused: %s", what[:200], e)
+            return str(e)
+        with self.lock:
+            try:
+                record = self.store.load(claim_uid)
+                if record is None:
+                    log.info("unprepare %s: not prepared by this plugin; nothing to do", what)
+                    return ""
+                self._teardown(record)
+                self.store.delete(claim_uid)
+                log.info("unprepare %s: done", what)
+                self._clear_status(record)
+                return ""
+            except (Failure, DaemonUnavailable, DaemonError, OSError, RuntimeError) as e:
+                log.error("unprepare %s failed (state kept, the kubelet retries): %s", what, e)
+                return str(e)
+
+    # ---- prepare ---------------------------------------------------------
+
+    def _prepare(self, namespace, name, claim_uid):
+        record = self.store.load(claim_uid)
+        if record is not None:
+            same = (record["claim"]["namespace"], record["claim"]["name"]) == (namespace, name)
+            if not same:
+                raise Failure(f"claim UID {claim_uid} was prepared as {record['claim']['namespace']}/"
+                              f"{record['claim']['name']}, not {namespace}/{name}")
+            if record.get("phase") == "prepared":
+                self._ensure(record, why="prepare repeated")
+                return claim_plan.prepared_devices(record)
+            log.info("claim %s/%s: an earlier prepare did not finish; undoing it first", namespace, name)
+            self._teardown(record)
+            self.store.delete(claim_uid)
+
+        claim = self.api.get_claim(namespace, name)
+        record = claim_plan.plan(claim, (namespace, name, claim_uid), self.o.node_name,
+                                 self.devices(), self.sockets, self.o.container_socket_root,
+                                 self.o.plugin_dir, self.o.cdi_root)
+        record["vm"] = self._vm_name(claim, namespace)
+        record["phase"] = "preparing"
+        self.store.save(record)
+        self._ensure(record, why="prepare")
+        record["phase"] = "prepared"
+        self.store.save(record)
+        self._write_status(record)
+        return claim_plan.prepared_devices(record)
+
+    def _vm_name(self, claim, namespace):
+        """The VM's name from the pod the claim is reserved for (KubeVirt's
+        virt-launcher pod carries label vm.kubevirt.io/name), else ""."""
+        ref = claim_plan.reserving_pod(claim)
+        if ref is None:
+            return ""
+        pod_name, pod_uid = ref
+        try:
+            names.dns_subdomain("reservedFor pod name", pod_name)
+            pod = self.api.pod(namespace, pod_name)
+        except (names.InvalidName, ApiError) as e:
+            log.info("claim's pod %s/%s: %s; VM name unknown", namespace, pod_name, e)
+            return ""
+        if pod_uid and pod.metadata.uid != pod_uid:
+            log.info("pod %s/%s has UID %s, the claim is reserved for %s; VM name unknown",
+                     namespace, pod_name, pod.metadata.uid, pod_uid)
+            return ""
+        labels = pod.metadata.labels or {}
+        annotations = pod.metadata.annotations or {}
+        vm = labels.get("vm.kubevirt.io/name") or annotations.get("kubevirt.io/domain") or ""
+        try:
+            return names.dns_subdomain("VM name", vm) if vm else ""
+        except names.InvalidName as e:
+            log.info("pod %s/%s: %s; VM name left empty", namespace, pod_name, e)
+            return ""
+
+    def _ensure(self, record, why):
+        """Makes everything the record describes exist: directories, daemon
+        ports, CDI specs, metadata. Logs what it had to (re)create."""
+        claim = record["claim"]
+        what = f"claim {claim['namespace']}/{claim['name']}"
+        for p in record["ports"]:
+            self.sockets.ensure(p["key"], why)
+            self._ensure_port(record, p, why)
+            doc = device_metadata.document(
+                claim["namespace"], claim["name"], claim["uid"], record["pod_claim_name"],
+                record["from_template"], p["request_full"],
+                [{"pool": p["pool"], "name": p["device"], "attributes": {
+                    "vhost-user-path": {"string": p["container_socket"]}, "mtu": {"int": p["mtu"]}}}])
+            if device_metadata.write(p["metadata_file"], doc):
+                log.info("%s (%s): device metadata %s written (vhost-user-path %s, mtu %d; in the pod "
+                         "at %s)", what, why, p["metadata_file"], p["container_socket"], p["mtu"],
+                         p["metadata_container_file"])
+            spec = cdi.metadata_spec(claim["uid"], p["request"], p["metadata_file"],
+                                     p["metadata_container_file"])
+            if cdi.write(p["metadata_spec"], spec):
+                log.info("%s (%s): CDI spec %s written", what, why, p["metadata_spec"])
+        spec = cdi.vhost_spec(claim["uid"], [(p["device"], p["request"], p["dir"], p["container_dir"])
+                                             for p in record["ports"]])
+        if record["ports"] and cdi.write(record["vhost_spec"], spec):
+            log.info("%s (%s): CDI spec %s written (mounts %s)", what, why, record["vhost_spec"],
+                     ", ".join(f"{p['dir']} at {p['container_dir']}" for p in record["ports"]))
+
+    def _ensure_port(self, record, p, why):
+        params = port_params(record, p)
+        current = self.daemon.port(p["port"])
+        if current is not None:
+            if current.get("socket") == p["socket"] and current.get("mode") == "client":
+                return
+            log.info("port %s: the daemon has it with socket %s mode %s; replacing it",
+                     p["port"], current.get("socket"), current.get("mode"))
+            self.daemon.remove_port(p["port"])
+        try:
+            self.daemon.add_port(params)
+        except DaemonError as e:
+            if e.code != NAME_IN_USE:
+                raise Failure(f"xdpvhostd refused port {p['port']} for request {p['request']} "
+                              f"(uplink {p['uplink']}, socket {p['socket']}): {e.message} "
+                              f"(code {e.code})") from e
+            return  # added by someone else in the meantime: checked next time
+        claim = record["claim"]
+        log.info("port %s added (%s): client of %s on uplink %s, mtu %d, %d queue pair(s), "
+                 "owner %s/%s vm %r", p["port"], why, p["socket"], p["uplink"], p["mtu"], p["queues"],
+                 claim["namespace"], claim["name"], record.get("vm") or "")
+
+    # ---- unprepare -------------------------------------------------------
+
+    def _teardown(self, record):
+        claim = record["claim"]
+        for p in record["ports"]:
+            if self.daemon.remove_port(p["port"]):
+                log.info("port %s removed", p["port"])
+            self.sockets.remove(p["key"])
+            if device_metadata.remove(self.o.plugin_dir, claim["namespace"], claim["name"], p["request"]):
+                log.info("device metadata %s removed", p["metadata_file"])
+        for path in [record["vhost_spec"]] + [p["metadata_spec"] for p in record["ports"]]:
+            if atomic_file.remove(path):
+                log.info("CDI spec %s removed", path)
+
+    # ---- claim status (debug information, best effort) -------------------
+
+    def _status_entries(self, record):
+        entries = []
+        for p in record["ports"]:
+            e = {"driver": DRIVER_NAME, "pool": p["pool"], "device": p["device"]}
+            if p.get("share_id"):
+                e["shareID"] = p["share_id"]
+            e["data"] = {
+                "mount": {"hostDir": p["dir"], "containerDir": p["container_dir"]},
+                "socket": {"hostPath": p["socket"], "containerPath": p["container_socket"]},
+                "uplink": p["uplink"], "port": p["port"],
+                "cdiDeviceID": [cdi.device_id(cdi.VHOST_KIND, cdi.vhost_device_name(
+                    record["claim"]["uid"], p["device"], p["request"]))],
+            }
+            entries.append(e)
+        return entries
+
+    def _update_status(self, record, entries, what):
+        claim = record["claim"]
+        for attempt in range(3):
+            try:
+                obj = self.api.get_claim(claim["namespace"], claim["name"])
+                if (obj.get("metadata") or {}).get("uid") != claim["uid"]:
+                    return
+                status = obj.setdefault("status", {})
+                others = [d for d in status.get("devices") or [] if d.get("driver") != DRIVER_NAME]
+                if not entries and len(others) == len(status.get("devices") or []):
+                    return
+                status["devices"] = others + entries
+                if not status["devices"]:
+                    del status["devices"]
+                self.api.replace_claim_status(claim["namespace"], claim["name"], obj)
+                log.info("claim %s/%s: status.devices %s", claim["namespace"], claim["name"], what)
+                return
+            except ApiError as e:
+                if e.status == 409 and attempt < 2:
+                    continue
+                log.warning("claim %s/%s: status.devices not %s: %s", claim["namespace"],
+                            claim["name"], what, e)
+                return
+
+    def _write_status(self, record):
+        if record["ports"]:
+            self._update_status(record, self._status_entries(record), "written")
+
+    def _clear_status(self, record):
+        if record["ports"]:
+            self._update_status(record, [], "cleared")
+
+    # ---- reconcile -------------------------------------------------------
+
+    def reconcile(self):
+        """Puts back what prepared claims need; returns (ok, failed) counts."""
+        ok = failed = 0
+        with self.lock:
+            for record in self.store.all():
+                if record.get("phase") != "prepared":
+                    continue
+                claim = record["claim"]
+                try:
+                    self._ensure(record, why="reconcile")
+                    ok += 1
+                except (Failure, DaemonUnavailable, DaemonError, SocketDirError, OSError) as e:
+                    failed += 1
+                    log.error("reconcile claim %s/%s: %s", claim["namespace"], claim["name"], e)
+        return ok, failed

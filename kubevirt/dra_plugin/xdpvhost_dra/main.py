@@ -1,0 +1,120 @@
+"""Wires the plugin together: stubs, daemon control client, API client,
+state, the two gRPC servers, and the loop that reconciles claims and the
+ResourceSlice until SIGTERM or SIGINT."""
+
+import logging
+import os
+import signal
+import sys
+import threading
+
+from . import DRIVER_NAME, options, stubs, uplink_devices
+from .claim_driver import ClaimDriver
+from .daemon_control import DaemonControl, DaemonError, DaemonUnavailable
+from .kube_api import ApiError, KubeApi
+from .plugin_sockets import PluginSockets
+from .resource_slice import SlicePublisher
+from .socket_dir import SocketDirs
+from .state_store import StateStore
+
+log = logging.getLogger("xdpvhost-dra")
+
+
+class Devices:
+    """The uplink devices as last read from the daemon (uplink.list)."""
+
+    def __init__(self, daemon, default_mtu):
+        self.daemon = daemon
+        self.default_mtu = default_mtu
+        self.current = None
+        self._warned = set()
+        self._lock = threading.Lock()
+
+    def refresh(self):
+        devs = uplink_devices.from_uplinks(self.daemon.uplinks(), self.default_mtu, self._warned)
+        with self._lock:
+            self.current = devs
+        return devs
+
+    def by_name(self):
+        """For prepare: fresh from the daemon, or the last list if it is down."""
+        try:
+            devs = self.refresh()
+        except (DaemonUnavailable, DaemonError):
+            with self._lock:
+                devs = self.current
+            if devs is None:
+                raise
+        return {d.device: d for d in devs}
+
+
+def main(argv=None):
+    o = options.parse(argv)
+    logging.basicConfig(level=getattr(logging, o.log_level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.umask(0o022)
+    try:
+        s = stubs.load()
+    except stubs.StubsError as e:
+        log.error("%s", e)
+        return 1
+    log.info("%s kubelet plugin starting: node %s, kubelet root %s, daemon %s, socket root %s, "
+             "CDI %s, state %s", DRIVER_NAME, o.node_name, o.kubelet_root, o.control_socket,
+             o.socket_root, o.cdi_root, o.state_dir)
+    try:
+        api = KubeApi(o.kubeconfig)
+    except Exception as e:
+        log.error("no API server credentials: %s", e)
+        return 1
+    daemon = DaemonControl(o.control_socket)
+    devices = Devices(daemon, o.default_mtu)
+    sockets = SocketDirs(o.socket_root, o.socket_owner[0], o.socket_owner[1], o.socket_dir_mode,
+                         o.selinux_label)
+    store = StateStore(o.state_dir)
+    driver = ClaimDriver(o, daemon, api, sockets, store, devices.by_name)
+    publisher = SlicePublisher(api, o.node_name, o.ports_capacity)
+
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        log.info("%s: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    def reconcile_claims():
+        try:
+            ok, failed = driver.reconcile()
+            if ok or failed:
+                log.debug("reconciled %d prepared claim(s), %d failed", ok, failed)
+        except Exception:
+            log.exception("reconcile failed")
+
+    # Put back what a restarted daemon lost before the kubelet can call.
+    reconcile_claims()
+    plugin = PluginSockets(s, driver, o.kubelet_root)
+    try:
+        plugin.start()
+    except Exception as e:
+        log.error("%s", e)
+        plugin.stop()
+        return 1
+
+    last_problem = "not tried yet"
+    while not stop.is_set():
+        try:
+            devs = devices.refresh()
+            publisher.publish(devs)
+            problem = None
+        except (DaemonUnavailable, DaemonError, ApiError) as e:
+            problem = f"ResourceSlice not published: {e}"
+        if problem != last_problem:
+            (log.warning if problem else log.info)(problem or "ResourceSlice in sync")
+            last_problem = problem
+        reconcile_claims()
+        stop.wait(o.reconcile_interval)
+
+    plugin.stop()
+    log.info("stopped")
+    return 0

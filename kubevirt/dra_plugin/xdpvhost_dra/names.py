@@ -1,0 +1,97 @@
+"""Names that come from the kubelet or the API server, checked before any of
+them becomes part of a path, a file name, a CDI device name or a daemon
+port; and the names the plugin makes itself (port, directory, device).
+
+Every check raises InvalidName with a message that names the field, the
+value and the rule."""
+
+import hashlib
+import re
+
+# RFC 1123 label (namespaces, request names, device names).
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# RFC 1123 subdomain (object names: claims, pods, nodes), at most 253.
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Kubernetes UIDs are UUIDs; accept their character set, nothing that could
+# form a path (no '/', '.', '_').
+_UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+# The daemon's port and uplink names (proto/config.schema.json $defs/name).
+_DAEMON_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+
+PORT_PREFIX = "dra-"
+KEY_HEX = 12  # hex digits of the per-claim-request key: 48 bits
+
+
+class InvalidName(ValueError):
+    pass
+
+
+def _text(what, value):
+    if not isinstance(value, str):
+        raise InvalidName(f"{what} must be a string, got {type(value).__name__}")
+    if value == "":
+        raise InvalidName(f"{what} is empty")
+    return value
+
+
+def dns_label(what, value):
+    _text(what, value)
+    if not _DNS_LABEL.match(value):
+        raise InvalidName(f"{what} {value[:80]!r} is not a DNS label "
+                          "(lower-case letters, digits and '-', at most 63)")
+    return value
+
+
+def dns_subdomain(what, value):
+    _text(what, value)
+    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise InvalidName(f"{what} {value[:80]!r} is not a DNS subdomain "
+                          "(lower-case letters, digits, '-' and '.', at most 253)")
+    return value
+
+
+def uid(what, value):
+    _text(what, value)
+    if not _UID.match(value):
+        raise InvalidName(f"{what} {value[:80]!r} is not a UID "
+                          "(letters, digits and '-', at most 64)")
+    return value
+
+
+def request_name(what, value):
+    """A claim request, or <request>/<subrequest> (firstAvailable); returns
+    the top-level request."""
+    _text(what, value)
+    parts = value.split("/")
+    if len(parts) > 2:
+        raise InvalidName(f"{what} {value[:80]!r} has more than one '/'")
+    for part in parts:
+        dns_label(what, part)
+    return parts[0]
+
+
+def daemon_name(what, value):
+    _text(what, value)
+    if not _DAEMON_NAME.match(value):
+        raise InvalidName(f"{what} {value[:80]!r} is not a daemon port/uplink name")
+    return value
+
+
+def claim_key(claim_uid, request):
+    """Short, stable key of one request of one claim: names its port and its
+    socket directory (so <socket-root>/<key>/vhost.sock stays short)."""
+    return hashlib.sha256(f"{claim_uid}/{request}".encode()).hexdigest()[:KEY_HEX]
+
+
+def port_name(key):
+    return PORT_PREFIX + key
+
+
+def device_name(uplink):
+    """The ResourceSlice device of an uplink: the uplink's name when it is a
+    DNS label, else a lower-cased, '-'-joined form with a hash of the real
+    name (so that two uplinks never map to one device)."""
+    if _DNS_LABEL.match(uplink):
+        return uplink
+    base = re.sub(r"[^a-z0-9-]+", "-", uplink.lower()).strip("-")[:48] or "uplink"
+    return f"{base}-{hashlib.sha256(uplink.encode()).hexdigest()[:8]}"

@@ -1,0 +1,106 @@
+"""Command-line flags. The ones issue 13 names (--kubelet-root,
+--control-socket, --socket-root, --cdi-root, --state-dir, --node-name,
+--kubeconfig) plus the socket directories' owner, mode and SELinux label,
+the path inside the pod, and the published capacity."""
+
+import argparse
+import grp
+import os
+import pwd
+
+from . import DRIVER_NAME, names
+from .socket_dir import SOCKET_FILE, SUN_PATH_MAX
+from .names import KEY_HEX
+
+
+def _owner(text):
+    try:
+        user, _, group = text.partition(":")
+        uid = int(user) if user.isdigit() else pwd.getpwnam(user).pw_uid
+        gid = uid if not group else (int(group) if group.isdigit() else grp.getgrnam(group).gr_gid)
+        return uid, gid
+    except (KeyError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r}: want UID:GID (numbers or names known here)")
+
+
+def _mode(text):
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: want an octal mode such as 0750")
+    if not 0 <= mode <= 0o777:
+        raise argparse.ArgumentTypeError(f"{text!r}: want permission bits only (0000..0777)")
+    return mode
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="xdpvhost-dra-plugin",
+        description=f"DRA kubelet plugin of driver {DRIVER_NAME}: vhost-user ports of xdpvhostd for "
+                    "KubeVirt VMs.")
+    p.add_argument("--kubelet-root", default="/var/lib/kubelet", metavar="DIR",
+                   help="the kubelet's root: plugins_registry/ and plugins/%s/ are used as the kubelet "
+                        "lays them out (default: %%(default)s)" % DRIVER_NAME)
+    p.add_argument("--control-socket", default="/run/xdpvhost/control.sock", metavar="PATH",
+                   help="xdpvhostd's control socket (default: %(default)s)")
+    p.add_argument("--socket-root", default="/var/run/xdpvhost/claims", metavar="DIR",
+                   help="where per-claim socket directories are made; must be one of the daemon's "
+                        "socket_dirs when its config restricts them (default: %(default)s)")
+    p.add_argument("--cdi-root", default="/var/run/cdi", metavar="DIR",
+                   help="where CDI spec files are written (default: %(default)s)")
+    p.add_argument("--state-dir", metavar="DIR",
+                   help="where the plugin keeps one state file per prepared claim; must survive "
+                        "restarts of the plugin (default: <kubelet-root>/plugins/%s/state)" % DRIVER_NAME)
+    p.add_argument("--node-name", default=os.environ.get("NODE_NAME"), metavar="NAME",
+                   help="this node's name: the ResourceSlice's node and pool (default: $NODE_NAME)")
+    p.add_argument("--kubeconfig", metavar="FILE",
+                   help="kubeconfig for the API server (default: in-cluster service account)")
+    p.add_argument("--socket-owner", type=_owner, default=(107, 107), metavar="UID:GID",
+                   help="owner of the socket directories: QEMU's user in virt-launcher (default: 107:107)")
+    p.add_argument("--socket-dir-mode", type=_mode, default=0o750, metavar="MODE",
+                   help="mode of the socket directories (default: 0750)")
+    p.add_argument("--selinux-label", default="system_u:object_r:container_file_t:s0", metavar="LABEL",
+                   help="SELinux label of the socket directories where SELinux is enabled; empty: "
+                        "none (default: %(default)s)")
+    p.add_argument("--container-socket-root", default="/var/run/xdpvhost", metavar="DIR",
+                   help="inside the VM's pod, a claim request's directory is "
+                        "DIR/<pod claim name>/<request> (default: %(default)s)")
+    p.add_argument("--ports-capacity", type=int, default=256, metavar="N",
+                   help="ports capacity published per uplink device (default: %(default)s)")
+    p.add_argument("--default-mtu", type=int, default=1500, metavar="N",
+                   help="MTU of an uplink device whose interface is not visible to the plugin "
+                        "(default: %(default)s)")
+    p.add_argument("--reconcile-interval", type=float, default=10.0, metavar="SECONDS",
+                   help="how often the plugin checks the daemon's ports and the ResourceSlice "
+                        "(default: %(default)s)")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def parse(argv=None):
+    p = parser()
+    o = p.parse_args(argv)
+    if not o.node_name:
+        p.error("--node-name (or $NODE_NAME) is required")
+    try:
+        names.dns_subdomain("--node-name", o.node_name)
+    except names.InvalidName as e:
+        p.error(str(e))
+    for flag in ("kubelet_root", "socket_root", "cdi_root", "container_socket_root"):
+        value = getattr(o, flag)
+        if not os.path.isabs(value):
+            p.error(f"--{flag.replace('_', '-')} {value!r} is not an absolute path")
+        setattr(o, flag, os.path.normpath(value))
+    longest = len(os.fsencode(o.socket_root)) + 1 + KEY_HEX + 1 + len(SOCKET_FILE)
+    if longest > SUN_PATH_MAX:
+        p.error(f"--socket-root {o.socket_root!r} is too long: <dir>/vhost.sock would be {longest} "
+                f"bytes, sun_path holds {SUN_PATH_MAX}")
+    if o.ports_capacity < 1:
+        p.error("--ports-capacity must be at least 1")
+    if not 68 <= o.default_mtu <= 9000:
+        p.error("--default-mtu must be from 68 to 9000")
+    if o.reconcile_interval <= 0:
+        p.error("--reconcile-interval must be positive")
+    o.plugin_dir = os.path.join(o.kubelet_root, "plugins", DRIVER_NAME)
+    o.state_dir = os.path.abspath(o.state_dir or os.path.join(o.plugin_dir, "state"))
+    return o

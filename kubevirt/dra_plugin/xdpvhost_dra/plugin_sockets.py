@@ -1,0 +1,118 @@
+"""The two gRPC servers the kubelet talks to: the DRA v1 service on
+<kubelet-root>/plugins/xdpvhost.io/dra.sock, started first, then the
+registration service on <kubelet-root>/plugins_registry/xdpvhost.io-reg.sock
+that the kubelet's plugin watcher finds (CONTRACT.md §1, §3). Both sockets
+are removed on stop."""
+
+import logging
+import os
+import traceback
+from concurrent import futures
+
+import grpc
+
+from . import DRIVER_NAME
+
+log = logging.getLogger("xdpvhost-dra.grpc")
+
+PLUGIN_TYPE = "DRAPlugin"
+SUPPORTED_VERSIONS = ["v1.DRAPlugin"]
+
+
+def dra_servicer(stubs, driver):
+    pb2 = stubs.dra_pb2
+
+    class DraService(stubs.dra_grpc.DRAPluginServicer):
+        def NodePrepareResources(self, request, context):
+            response = pb2.NodePrepareResourcesResponse()
+            for claim in request.claims:
+                try:
+                    devices, error = driver.prepare(claim.namespace, claim.name, claim.uid)
+                except Exception as e:  # a bug must not fail the other claims
+                    log.error("prepare %s/%s: internal error:\n%s", claim.namespace, claim.name,
+                              traceback.format_exc())
+                    devices, error = [], f"internal error in the {DRIVER_NAME} plugin: {e}"
+                entry = response.claims[claim.uid]
+                entry.error = error
+                if not error:
+                    for d in devices:
+                        entry.devices.add(**d)
+            return response
+
+        def NodeUnprepareResources(self, request, context):
+            response = pb2.NodeUnprepareResourcesResponse()
+            for claim in request.claims:
+                try:
+                    error = driver.unprepare(claim.namespace, claim.name, claim.uid)
+                except Exception as e:
+                    log.error("unprepare %s/%s: internal error:\n%s", claim.namespace, claim.name,
+                              traceback.format_exc())
+                    error = f"internal error in the {DRIVER_NAME} plugin: {e}"
+                response.claims[claim.uid].error = error
+            return response
+
+    return DraService()
+
+
+def registration_servicer(stubs, endpoint):
+    pb2 = stubs.reg_pb2
+
+    class Registration(stubs.reg_grpc.RegistrationServicer):
+        def GetInfo(self, request, context):
+            return pb2.PluginInfo(type=PLUGIN_TYPE, name=DRIVER_NAME, endpoint=endpoint,
+                                  supported_versions=SUPPORTED_VERSIONS)
+
+        def NotifyRegistrationStatus(self, request, context):
+            if request.plugin_registered:
+                log.info("kubelet registered the plugin (endpoint %s)", endpoint)
+                return pb2.RegistrationStatusResponse()
+            log.error("kubelet refused the registration: %s", request.error)
+            context.abort(grpc.StatusCode.UNKNOWN, f"failed registration process: {request.error}")
+
+    return Registration()
+
+
+def _listen(path, add, workers):
+    os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+    try:
+        os.unlink(path)  # a socket a killed plugin left behind
+    except FileNotFoundError:
+        pass
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
+                         options=[("grpc.so_reuseport", 0)])
+    add(server)
+    if server.add_insecure_port("unix:" + path) == 0:
+        raise RuntimeError(f"cannot listen on {path}")
+    server.start()
+    return server
+
+
+class PluginSockets:
+    def __init__(self, stubs, driver, kubelet_root):
+        self.stubs = stubs
+        self.driver = driver
+        self.dra_path = os.path.join(kubelet_root, "plugins", DRIVER_NAME, "dra.sock")
+        self.reg_path = os.path.join(kubelet_root, "plugins_registry", f"{DRIVER_NAME}-reg.sock")
+        self.servers = []
+
+    def start(self):
+        dra = dra_servicer(self.stubs, self.driver)
+        self.servers.append((self.dra_path, _listen(
+            self.dra_path, lambda s: self.stubs.dra_grpc.add_DRAPluginServicer_to_server(dra, s), 4)))
+        log.info("DRA service %s on %s", ", ".join(SUPPORTED_VERSIONS), self.dra_path)
+        reg = registration_servicer(self.stubs, self.dra_path)
+        self.servers.append((self.reg_path, _listen(
+            self.reg_path, lambda s: self.stubs.reg_grpc.add_RegistrationServicer_to_server(reg, s), 2)))
+        log.info("registration service on %s", self.reg_path)
+
+    def stop(self, grace=2.0):
+        # Registration first: the kubelet stops sending work before the DRA
+        # service goes.
+        for path, server in reversed(self.servers):
+            server.stop(grace).wait()
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            log.info("stopped serving %s (socket removed)", path)
+        self.servers = []
