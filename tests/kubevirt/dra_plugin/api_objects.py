@@ -1,0 +1,135 @@
+"""API objects the stand-in serves (shaped as the API server returns them,
+and checked against the resource.k8s.io/v1 schema before they are served),
+and the checks of what the plugin sends: the OpenAPI schema made strict
+(unknown fields rejected, as the API server does with fieldValidation=Strict)
+plus the rules the schema states only in prose."""
+
+import copy
+import json
+import os
+import re
+import uuid
+
+import jsonschema
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMAS = os.path.join(HERE, "..", "schemas")
+DRIVER = "xdpvhost.io"
+
+with open(os.path.join(SCHEMAS, "resource.k8s.io-v1.schema.json")) as f:
+    RESOURCE_SCHEMA = json.load(f)
+
+
+def _strict(node):
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for v in node.values():
+            _strict(v)
+    elif isinstance(node, list):
+        for v in node:
+            _strict(v)
+
+
+def _strict_schema():
+    s = copy.deepcopy(RESOURCE_SCHEMA)
+    _strict(s["$defs"])  # not the root: it only dispatches on kind
+    return s
+
+
+STRICT = jsonschema.Draft202012Validator(_strict_schema())
+LENIENT = jsonschema.Draft202012Validator(RESOURCE_SCHEMA)
+
+
+def schema_errors(obj, strict=True):
+    v = STRICT if strict else LENIENT
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(obj)]
+
+
+def definition_errors(name, value):
+    v = jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": _strict_schema()["$defs"]})
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(value)]
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z_][A-Za-z0-9_]{0,31}$")
+
+
+def attribute_errors(name, value):
+    """One DeviceAttribute: the schema, exactly one field, strings <= 64."""
+    errors = [f"{name}: {e}" for e in definition_errors("io.k8s.api.resource.v1.DeviceAttribute", value)]
+    if len(value) != 1:
+        errors.append(f"{name}: exactly one of bool/int/string/version must be set, got {sorted(value)}")
+    for k in ("string", "version"):
+        if k in value and len(value[k]) > 64:
+            errors.append(f"{name}: {k} longer than 64 characters")
+    return errors
+
+
+def slice_prose_errors(obj):
+    """ResourceSlice rules in the schema's descriptions."""
+    errors = []
+    spec = obj["spec"]
+    if sum(k in spec for k in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")) != 1:
+        errors.append("spec: exactly one of nodeName/nodeSelector/allNodes/perDeviceNodeSelection")
+    if len(spec.get("devices", [])) > 128:
+        errors.append("spec.devices: more than 128")
+    for d in spec.get("devices", []):
+        if not _DNS_LABEL.match(d["name"]):
+            errors.append(f"device {d['name']!r}: not a DNS label")
+        if len(d.get("attributes", {})) + len(d.get("capacity", {})) > 32:
+            errors.append(f"device {d['name']}: more than 32 attributes and capacities")
+        for k, v in d.get("attributes", {}).items():
+            if not _QUALIFIED.match(k):
+                errors.append(f"device {d['name']}: attribute name {k!r} is not <domain>/<C identifier>")
+            errors += attribute_errors(k, v)
+        for k in d.get("capacity", {}):
+            if not _QUALIFIED.match(k):
+                errors.append(f"device {d['name']}: capacity name {k!r} is not <domain>/<C identifier>")
+    return errors
+
+
+def node(name):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": str(uuid.uuid4()), "labels": {"kubernetes.io/hostname": name}}}
+
+
+def launcher_pod(namespace, name, vm):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+                         "labels": {"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": vm},
+                         "annotations": {"kubevirt.io/domain": vm}},
+            "spec": {"containers": [{"name": "compute", "image": "registry.example/virt-launcher:v1"}]}}
+
+
+def claim(namespace, name, *, node_name, device="up0", request="vhost-port", pod=None,
+          pod_claim_name="vhost", allocated=True, config=None, results=None, uid=None):
+    """A ResourceClaim generated from a template (annotation pod-claim-name),
+    allocated and reserved for pod (a launcher_pod() object) as the scheduler
+    leaves it (CONTRACT.md §5.4)."""
+    meta = {"name": name, "namespace": namespace, "uid": uid or str(uuid.uuid4())}
+    if pod_claim_name:
+        meta["annotations"] = {"resource.kubernetes.io/pod-claim-name": pod_claim_name}
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
+           "spec": {"devices": {"requests": [{"name": request.split("/")[0],
+                                              "exactly": {"deviceClassName": "xdpvhost"}}]}}}
+    if allocated:
+        if results is None:
+            results = [{"request": request, "driver": DRIVER, "pool": node_name, "device": device,
+                        "shareID": str(uuid.uuid4()), "consumedCapacity": {f"{DRIVER}/ports": "1"}}]
+        devices = {"results": results}
+        if config:
+            devices["config"] = config
+        obj["status"] = {"allocation": {"devices": devices, "nodeSelector": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}}}
+        if pod:
+            obj["status"]["reservedFor"] = [{"resource": "pods", "name": pod["metadata"]["name"],
+                                             "uid": pod["metadata"]["uid"]}]
+    errors = schema_errors(obj)
+    assert not errors, f"test claim does not fit the API schema: {errors}"
+    return obj
+
+
+def ref(claim_obj):
+    m = claim_obj["metadata"]
+    return m["namespace"], m["name"], m["uid"]

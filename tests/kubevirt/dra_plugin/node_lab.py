@@ -1,0 +1,202 @@
+"""The node the plugin runs on, built from real parts for each test:
+
+  netns xvdra-<pid>-node                              netns xvdra-<pid>-peer
+  xdpvhostd, uplink up0 on xvdra-n0 (MTU 1400) <veth> xvdra-p0 10.77.13.1/24
+  the DRA plugin (shares the node's network, as a hostNetwork pod does)
+  the API server stand-in's listening socket (on the node's loopback)
+  kubelet root, socket root, CDI root, state dir: /tmp/xvdra-<pid>-<test>/
+
+The kubelet side is the test itself, calling the plugin's unix sockets over
+gRPC with the generated stubs. Everything is torn down by the test's
+cleanups, also when it fails; namespaces a killed run left are deleted at
+the next start."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+sys.path.insert(0, os.path.join(ROOT, "kubevirt", "dra_plugin"))
+
+from xvtest import netns  # noqa: E402
+from xvtest.control import RpcError  # noqa: E402,F401
+from xvtest.daemon import Daemon, wait_until  # noqa: E402,F401
+from xvtest.process import die_with_parent  # noqa: E402
+
+import grpc  # noqa: E402
+from xdpvhost_dra import stubs as stub_loader  # noqa: E402
+
+PLUGIN = os.path.join(ROOT, "kubevirt", "dra_plugin", "xdpvhost-dra-plugin")
+PYTHON = "/usr/bin/python3"  # Debian's: python3-grpcio and python3-kubernetes live there
+DRIVER = "xdpvhost.io"
+NODE_NAME = "node-a"
+PREFIX = "xvdra-"
+NODE_IF, PEER_IF = "xvdra-n0", "xvdra-p0"
+UPLINK_MTU = 1400
+PEER_IP = "10.77.13.1"
+
+STUBS = stub_loader.load()
+
+
+def daemon_binary():
+    return os.environ.get("XDPVHOSTD") or os.path.join(ROOT, "build", "daemon", "xdpvhostd")
+
+
+def daemon_takes_learned_macs():
+    """Whether xdpvhostd's port.add takes mac_policy and owner (and no mac):
+    proto/config.schema.json is what the daemon validates port.add with."""
+    proto = os.environ.get("XDPVHOST_PROTO") or os.path.join(ROOT, "proto")
+    with open(os.path.join(proto, "config.schema.json")) as f:
+        port = json.load(f)["$defs"]["port"]
+    return ("mac_policy" in port.get("properties", {}) and "owner" in port.get("properties", {})
+            and "mac" not in port.get("required", []))
+
+
+class Network:
+    """Node and peer namespaces joined by veth pairs (one per uplink)."""
+
+    def __init__(self, tag):
+        pid = os.getpid()
+        self.node = f"{PREFIX}{pid}-{tag}-n"
+        self.peer = f"{PREFIX}{pid}-{tag}-p"
+
+    def create(self):
+        netns.remove_orphaned(PREFIX)
+        netns.create(self.node)
+        netns.create(self.peer)
+        self.add_link(NODE_IF, PEER_IF)
+        netns.run("ip", "-n", self.peer, "addr", "add", f"{PEER_IP}/24", "dev", PEER_IF)
+        return self
+
+    def add_link(self, node_if, peer_if, mtu=UPLINK_MTU):
+        netns.run("ip", "-n", self.node, "link", "add", node_if, "mtu", str(mtu), "type", "veth",
+                  "peer", "name", peer_if, "mtu", str(mtu), "netns", self.peer)
+        # A software peer must send complete checksums (README: known facts).
+        netns.run_in(self.peer, "ethtool", "-K", peer_if, "tx", "off")
+        netns.run("ip", "-n", self.node, "link", "set", node_if, "up")
+        netns.run("ip", "-n", self.peer, "link", "set", peer_if, "up")
+
+    def delete(self):
+        netns.delete(self.peer)
+        netns.delete(self.node)
+
+
+def start_daemon(workdir, net, uplinks=(("up0", NODE_IF),)):
+    config = {"uplinks": [{"name": n, "interface": i, "bind": "copy"} for n, i in uplinks],
+              "metrics": {"listen": ""}}
+    bpf = os.environ.get("XDPVHOST_BPF_OBJECT")
+    if bpf:
+        config["bpf_object"] = bpf
+    d = Daemon(workdir, config, binary=daemon_binary(), netns=net.node)
+    d.start()
+    wait_until(lambda: all(q["bind_mode"] == "copy" for u in d.call("uplink.list") for q in u["queues"]),
+               timeout=20, what="uplink queues bound")
+    return d
+
+
+class Plugin:
+    """The plugin as a DaemonSet would run it, in the node's network namespace."""
+
+    def __init__(self, workdir, net, control_socket, kubeconfig, extra=()):
+        self.workdir = workdir
+        self.kubelet_root = os.path.join(workdir, "kubelet")
+        self.socket_root = os.path.join(workdir, "sockets")
+        self.cdi_root = os.path.join(workdir, "cdi")
+        self.state_dir = os.path.join(workdir, "state")
+        self.dra_socket = os.path.join(self.kubelet_root, "plugins", DRIVER, "dra.sock")
+        self.reg_socket = os.path.join(self.kubelet_root, "plugins_registry", f"{DRIVER}-reg.sock")
+        self.log_path = os.path.join(workdir, "plugin.log")
+        self.cmd = ["ip", "netns", "exec", net.node, PYTHON, PLUGIN,
+                    "--kubelet-root", self.kubelet_root, "--control-socket", control_socket,
+                    "--socket-root", self.socket_root, "--cdi-root", self.cdi_root,
+                    "--state-dir", self.state_dir, "--node-name", NODE_NAME,
+                    "--kubeconfig", kubeconfig, "--reconcile-interval", "0.5", *extra]
+        self.proc = None
+        self.starts = 0
+
+    def start(self, timeout=30.0):
+        self.starts += 1
+        with open(self.log_path, "a") as log:
+            log.write(f"===== test: plugin start {self.starts}\n")
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=die_with_parent)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"plugin exited with {self.proc.returncode}:\n{self.tail()}")
+            if os.path.exists(self.reg_socket):
+                try:
+                    self.get_info(timeout=2)
+                    return self
+                except grpc.RpcError:
+                    pass
+            time.sleep(0.05)
+        raise TimeoutError(f"plugin did not register within {timeout}s:\n{self.tail()}")
+
+    def stop(self, timeout=15.0):
+        """SIGTERM; returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.log.close()
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if self.proc is not None and not self.log.closed:
+            self.log.close()
+
+    def tail(self, lines=60):
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"".join(f.readlines()[-lines:]).decode(errors="replace")
+        except OSError:
+            return ""
+
+    # ---- the kubelet's calls ------------------------------------------------
+    def _channel(self, path):
+        return grpc.insecure_channel("unix:" + path)
+
+    def get_info(self, timeout=5):
+        with self._channel(self.reg_socket) as ch:
+            return STUBS.reg_grpc.RegistrationStub(ch).GetInfo(STUBS.reg_pb2.InfoRequest(), timeout=timeout)
+
+    def notify(self, registered, error="", timeout=5):
+        with self._channel(self.reg_socket) as ch:
+            return STUBS.reg_grpc.RegistrationStub(ch).NotifyRegistrationStatus(
+                STUBS.reg_pb2.RegistrationStatus(plugin_registered=registered, error=error), timeout=timeout)
+
+    def _claims(self, claims):
+        return [STUBS.dra_pb2.Claim(namespace=ns, name=name, uid=uid) for ns, name, uid in claims]
+
+    def prepare(self, *claims, timeout=45):
+        """claims: (namespace, name, uid); returns {uid: NodePrepareResourceResponse}."""
+        with self._channel(self.dra_socket) as ch:
+            r = STUBS.dra_grpc.DRAPluginStub(ch).NodePrepareResources(
+                STUBS.dra_pb2.NodePrepareResourcesRequest(claims=self._claims(claims)), timeout=timeout)
+        return dict(r.claims)
+
+    def unprepare(self, *claims, timeout=45):
+        with self._channel(self.dra_socket) as ch:
+            r = STUBS.dra_grpc.DRAPluginStub(ch).NodeUnprepareResources(
+                STUBS.dra_pb2.NodeUnprepareResourcesRequest(claims=self._claims(claims)), timeout=timeout)
+        return dict(r.claims)
+
+
+def make_workdir(tag):
+    path = f"/tmp/{PREFIX}{os.getpid()}-{tag}"
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path

@@ -1,0 +1,546 @@
+#!/usr/bin/python3
+"""The DRA kubelet plugin (kubevirt/dra_plugin) driven as the kubelet drives
+it: over gRPC on its unix sockets under a temporary kubelet root, against a
+real xdpvhostd with a veth uplink in a network namespace (node_lab.py). The
+Kubernetes API server is the one stand-in (apiserver_standin.py); every
+object the plugin sends it is validated against the resource.k8s.io/v1
+OpenAPI schema (made strict) in tests/kubevirt/schemas.
+
+Suites (--suite):
+  base    registration, ResourceSlice, per-claim errors, unknown claims,
+          the daemon going away: runs with any daemon.
+  ports   prepare/unprepare with the daemon's client port, idempotence,
+          restarts of the plugin and of the daemon: needs port.add to take
+          mac_policy "learn" without a mac, and owner.
+  guest   a QEMU guest as virt-launcher starts it (vhost-user server at the
+          prepared socket, as uid 107) pings through the uplink: as ports,
+          and the guest image (XDPVHOST_GUEST_IMAGE_DIR).
+A suite whose prerequisites are missing skips its tests, saying why, and the
+script exits 77 (ctest: skipped). Needs root (namespaces, XDP)."""
+
+import argparse
+import json
+import os
+import shutil
+import stat
+import sys
+import unittest
+import uuid
+
+import node_lab as lab
+import api_objects as objs
+from apiserver_standin import RecordedApiServer
+
+import jsonschema
+
+with open(os.path.join(objs.SCHEMAS, "cdi-spec.schema.json")) as f:
+    CDI_SCHEMA = jsonschema.Draft202012Validator(json.load(f))
+with open(os.path.join(objs.SCHEMAS, "device-metadata.schema.json")) as f:
+    METADATA_SCHEMA = jsonschema.Draft202012Validator(json.load(f))
+
+NS = "default"
+RESERVED_MAC = "52:54:00:d4:a0:01"  # the guest's MAC (guest suite)
+GUEST_IP = "10.77.13.2"
+
+
+def needs_root():
+    return unittest.skipUnless(os.geteuid() == 0, "needs root for namespaces and XDP")
+
+
+def needs_learned_macs():
+    return unittest.skipUnless(
+        lab.daemon_takes_learned_macs(),
+        "xdpvhostd's port.add does not take mac_policy/owner without a mac yet "
+        "(proto/config.schema.json $defs/port); the plugin sends them")
+
+
+class PluginTestCase(unittest.TestCase):
+    """A fresh node per test: namespaces, daemon, stand-in, plugin."""
+
+    tag = "t"
+
+    def setUp(self):
+        self.net = lab.Network(self.tag)
+        self.addCleanup(self.net.delete)
+        self.net.create()
+        self.dir = lab.make_workdir(self.tag)
+        if not os.environ.get("XVDRA_KEEP"):  # XVDRA_KEEP=1 leaves it for a look
+            self.addCleanup(shutil.rmtree, self.dir, True)
+        self.daemon = lab.start_daemon(os.path.join(self.dir, "daemon"), self.net)
+        self.addCleanup(self.daemon.kill)
+        self.api = RecordedApiServer(netns=self.net.node).start()
+        self.addCleanup(self.api.stop)
+        self.node = self.api.add(objs.node(lab.NODE_NAME))
+        kubeconfig = self.api.kubeconfig(os.path.join(self.dir, "kubeconfig"))
+        self.plugin = lab.Plugin(self.dir, self.net, self.daemon.control_path, kubeconfig)
+        self.addCleanup(self.dump_logs_on_failure)
+        self.addCleanup(self.plugin.kill)
+        self.plugin.start()
+
+    def dump_logs_on_failure(self):
+        outcome = getattr(self, "_outcome", None)
+        failed = outcome is not None and not outcome.success
+        if failed:
+            print(f"\n--- plugin log ---\n{self.plugin.tail(80)}\n--- daemon log ---\n{self.daemon.tail(30)}",
+                  file=sys.stderr)
+
+    # ---- helpers -----------------------------------------------------------
+    def published_slice(self, timeout=20):
+        lab.wait_until(lambda: self.api.of("resourceslices"), timeout=timeout, what="a ResourceSlice")
+        slices = self.api.of("resourceslices")
+        self.assertEqual(len(slices), 1, slices)
+        return slices[0]
+
+    def seed_claim(self, name, **kw):
+        kw.setdefault("node_name", lab.NODE_NAME)
+        c = objs.claim(NS, name, **kw)
+        self.api.add(c)
+        return c
+
+    def seed_vm(self, claim_name="vhost-claim", vm="vm1", **kw):
+        pod = self.api.add(objs.launcher_pod(NS, f"virt-launcher-{vm}-x7k2p", vm))
+        return self.seed_claim(claim_name, pod=pod, **kw), pod
+
+    def assert_sent_objects_valid(self):
+        """Every body the plugin sent the API server fits the strict schema."""
+        sent = self.api.sent("POST") + self.api.sent("PUT") + self.api.sent("PATCH")
+        for r in sent:
+            body = r["body"]
+            errors = objs.schema_errors(body)
+            if body.get("kind") == "ResourceSlice":
+                errors += objs.slice_prose_errors(body)
+            self.assertEqual(errors, [], f"{r['method']} {r['path']}: {errors}")
+        return sent
+
+
+@needs_root()
+class Registration(PluginTestCase):
+    tag = "reg"
+
+    def test_get_info_and_registration_status(self):
+        # The DRA service answers as soon as the registration socket exists
+        # (it is started first).
+        self.assertEqual(self.plugin.unprepare(), {})
+        info = self.plugin.get_info()
+        self.assertEqual(info.type, "DRAPlugin")
+        self.assertEqual(info.name, "xdpvhost.io")
+        self.assertEqual(info.endpoint, self.plugin.dra_socket)
+        self.assertEqual(list(info.supported_versions), ["v1.DRAPlugin"])
+        self.plugin.notify(True)
+        with self.assertRaises(lab.grpc.RpcError) as refused:
+            self.plugin.notify(False, "plugin name taken")
+        self.assertIn("plugin name taken", refused.exception.details())
+        self.assertIn("kubelet refused the registration: plugin name taken", self.plugin.tail())
+
+    def test_sigterm_removes_both_sockets(self):
+        for path in (self.plugin.dra_socket, self.plugin.reg_socket):
+            self.assertTrue(stat.S_ISSOCK(os.stat(path).st_mode), path)
+        self.assertEqual(self.plugin.stop(), 0, self.plugin.tail())
+        self.assertFalse(os.path.exists(self.plugin.reg_socket))
+        self.assertFalse(os.path.exists(self.plugin.dra_socket))
+
+    def test_stale_sockets_of_a_killed_plugin_are_replaced(self):
+        self.plugin.kill()
+        self.assertTrue(os.path.exists(self.plugin.reg_socket))  # left behind by SIGKILL
+        self.plugin.start()
+        self.assertEqual(self.plugin.get_info().name, "xdpvhost.io")
+
+
+@needs_root()
+class ResourceSlices(PluginTestCase):
+    tag = "slice"
+
+    def test_one_shareable_device_per_uplink(self):
+        s = self.published_slice()
+        self.assert_sent_objects_valid()
+        self.assertTrue(s["metadata"]["name"].startswith(f"{lab.NODE_NAME}-xdpvhost.io-"))
+        self.assertEqual(s["metadata"]["ownerReferences"][0]["uid"], self.node["metadata"]["uid"])
+        self.assertEqual(s["metadata"]["ownerReferences"][0]["kind"], "Node")
+        spec = s["spec"]
+        self.assertEqual(spec["driver"], "xdpvhost.io")
+        self.assertEqual(spec["nodeName"], lab.NODE_NAME)
+        self.assertEqual(spec["pool"], {"name": lab.NODE_NAME, "generation": 1, "resourceSliceCount": 1})
+        self.assertEqual(len(spec["devices"]), 1)
+        d = spec["devices"][0]
+        self.assertEqual(d["name"], "up0")
+        self.assertIs(d["allowMultipleAllocations"], True)
+        self.assertEqual(d["attributes"], {
+            "xdpvhost.io/uplink": {"string": "up0"},
+            "xdpvhost.io/interface": {"string": lab.NODE_IF},
+            "xdpvhost.io/mtu": {"int": lab.UPLINK_MTU},     # the interface's, read in the node's netns
+            "xdpvhost.io/maxMtu": {"int": 1774},            # frame_size 2048 - 256 - 18
+        })
+        self.assertEqual(d["capacity"], {"xdpvhost.io/ports": {
+            "value": "256", "requestPolicy": {"default": "1", "validRange": {"min": "1", "step": "1"}}}})
+
+    def test_new_uplink_updates_the_slice_and_a_deleted_slice_comes_back(self):
+        first = self.published_slice()
+        self.net.add_link("xvdra-n1", "xvdra-p1", mtu=9000)
+        self.daemon.call("uplink.add", name="Up_1", interface="xvdra-n1", bind="copy", frame_size=4096)
+
+        def updated():
+            s = self.api.of("resourceslices")
+            return s and len(s[0]["spec"]["devices"]) == 2 and s[0]
+        s = lab.wait_until(updated, timeout=20, what="the slice with two devices")
+        self.assertEqual(s["metadata"]["name"], first["metadata"]["name"])
+        self.assertEqual(s["spec"]["pool"]["generation"], 2)
+        second = [d for d in s["spec"]["devices"] if d["name"] != "up0"][0]
+        # "Up_1" is no DNS label: a lower-cased name with a hash of the real one.
+        self.assertRegex(second["name"], r"^up-1-[0-9a-f]{8}$")
+        self.assertEqual(second["attributes"]["xdpvhost.io/uplink"], {"string": "Up_1"})
+        self.assertEqual(second["attributes"]["xdpvhost.io/maxMtu"], {"int": 3822})
+        self.assertEqual(second["attributes"]["xdpvhost.io/mtu"], {"int": 3822})  # 9000 capped
+        self.assert_sent_objects_valid()
+        # The kubelet deletes a node's slices when it starts: the plugin publishes again.
+        self.api.remove("resourceslices", s["metadata"]["name"])
+        again = self.published_slice()
+        self.assertNotEqual(again["metadata"]["name"], s["metadata"]["name"])
+        self.assertEqual(len(again["spec"]["devices"]), 2)
+        self.assert_sent_objects_valid()
+
+
+@needs_root()
+class ClaimErrors(PluginTestCase):
+    """Per-claim problems are answered in that claim's error, never as a
+    gRPC failure, and leave nothing behind."""
+
+    tag = "err"
+
+    def nothing_on_disk(self):
+        for d in (self.plugin.socket_root, self.plugin.cdi_root):
+            self.assertEqual(os.listdir(d) if os.path.isdir(d) else [], [], d)
+        self.assertEqual(os.listdir(self.plugin.state_dir), [])
+        self.assertEqual(self.daemon.call("port.list"), [])
+
+    def test_bad_claims_get_their_own_errors(self):
+        self.published_slice()
+        good_uid = str(uuid.uuid4())
+        replaced = self.seed_claim("replaced")
+        unallocated = self.seed_claim("unallocated", allocated=False)
+        other_pool = self.seed_claim("other-pool", results=[{
+            "request": "vhost-port", "driver": "xdpvhost.io", "pool": "node-b", "device": "up0"}])
+        unknown_dev = self.seed_claim("unknown-device", device="up9")
+        bad_param = self.seed_claim("bad-param", config=[{"source": "FromClaim", "opaque": {
+            "driver": "xdpvhost.io", "parameters": {"queues": 9}}}])
+        bad_key = self.seed_claim("bad-key", config=[{"source": "FromClass", "opaque": {
+            "driver": "xdpvhost.io", "parameters": {"mac": "52:54:00:00:00:01"}}}])
+        two = self.seed_claim("two-devices", results=[
+            {"request": "vhost-port", "driver": "xdpvhost.io", "pool": lab.NODE_NAME, "device": "up0",
+             "shareID": str(uuid.uuid4())},
+            {"request": "vhost-port", "driver": "xdpvhost.io", "pool": lab.NODE_NAME, "device": "up0",
+             "shareID": str(uuid.uuid4())}])
+        long_names = self.seed_claim("long", request="a-request-name-that-is-rather-long",
+                                     pod_claim_name="a-pod-claim-name-that-is-long")
+        claims = {
+            "../etc": ((NS, "../etc", good_uid), "claim name '../etc' is not a DNS subdomain"),
+            "bad-ns": (("Default/..", "x", str(uuid.uuid4())), "claim namespace 'Default/..' is not a DNS label"),
+            "a/b": ((NS, "x", "a/b"), "claim UID 'a/b' is not a UID"),
+            "missing": ((NS, "missing", str(uuid.uuid4())), "API server answered 404"),
+            "replaced": ((NS, "replaced", str(uuid.uuid4())), "it got replaced"),
+            "unallocated": (objs.ref(unallocated), "is not allocated"),
+            "other-pool": (objs.ref(other_pool), "is from pool node-b, but this node's pool is node-a"),
+            "unknown-device": (objs.ref(unknown_dev), "device up9 is not an uplink of this node's xdpvhostd"),
+            "bad-param": (objs.ref(bad_param), "queues 9 is not an integer from 1 to 8"),
+            "bad-key": (objs.ref(bad_key), "unknown parameter 'mac'"),
+            "two-devices": (objs.ref(two), "one vhost-user port per request is supported"),
+            "long": (objs.ref(long_names), "longer than 64 characters"),
+        }
+        self.assertEqual(replaced["metadata"]["name"], "replaced")
+        answer = self.plugin.prepare(*[c for c, _ in claims.values()])
+        self.assertEqual(sorted(answer), sorted(c[2] for c, _ in claims.values()))
+        for key, (c, message) in claims.items():
+            entry = answer[c[2]]
+            self.assertIn(message, entry.error, key)
+            self.assertEqual(len(entry.devices), 0, key)
+        self.nothing_on_disk()
+        self.assertEqual(self.api.sent("PUT", r"/status$"), [])
+        self.assertEqual(self.plugin.proc.poll(), None)
+
+    def test_unknown_claim_unprepare_is_not_an_error(self):
+        uid = str(uuid.uuid4())
+        answer = self.plugin.unprepare((NS, "never-prepared", uid))
+        self.assertEqual(list(answer), [uid])
+        self.assertEqual(answer[uid].error, "")
+        self.assertIn("not prepared by this plugin; nothing to do", self.plugin.tail())
+        bad = self.plugin.unprepare((NS, "x", "../../etc/passwd"))
+        self.assertIn("is not a UID", bad["../../etc/passwd"].error)
+
+    def test_daemon_gone_is_a_claim_error_and_unprepare_waits_for_it(self):
+        self.published_slice()
+        c, _ = self.seed_vm()
+        self.daemon.stop()
+        answer = self.plugin.prepare(objs.ref(c))[c["metadata"]["uid"]]
+        self.assertIn(f"xdpvhostd control socket {self.daemon.control_path}", answer.error)
+        self.assertEqual(len(answer.devices), 0)
+        # The half-made claim is recorded, so unprepare can undo it; while the
+        # daemon is away unprepare fails (the kubelet retries) and keeps the state.
+        self.assertEqual(len(os.listdir(self.plugin.state_dir)), 1)
+        failed = self.plugin.unprepare(objs.ref(c))[c["metadata"]["uid"]]
+        self.assertIn("control socket", failed.error)
+        self.assertEqual(len(os.listdir(self.plugin.state_dir)), 1)
+        self.daemon.start()
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[c["metadata"]["uid"]].error, "")
+        self.nothing_on_disk()
+
+
+@needs_root()
+@needs_learned_macs()
+class PortLifecycle(PluginTestCase):
+    tag = "port"
+
+    def check_prepared(self, c, pod, answer, queues=1):
+        uid = c["metadata"]["uid"]
+        self.assertEqual(answer.error, "")
+        self.assertEqual(len(answer.devices), 1)
+        dev = answer.devices[0]
+        self.assertEqual(list(dev.request_names), ["vhost-port"])
+        self.assertEqual((dev.pool_name, dev.device_name), (lab.NODE_NAME, "up0"))
+        self.assertEqual(list(dev.cdi_device_ids), [f"xdpvhost.io/vhost-user={uid}-up0-vhost-port",
+                                                    f"xdpvhost.io/metadata={uid}_vhost-port"])
+        # The socket directory: owner 107:107 (QEMU in virt-launcher), mode 0750.
+        dirs = os.listdir(self.plugin.socket_root)
+        self.assertEqual(len(dirs), 1)
+        host_dir = os.path.join(self.plugin.socket_root, dirs[0])
+        st = os.lstat(host_dir)
+        self.assertTrue(stat.S_ISDIR(st.st_mode))
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (107, 107, 0o750))
+        host_socket = os.path.join(host_dir, "vhost.sock")
+        self.assertLess(len(host_socket.encode()), 108)
+        # The daemon has the client port on that socket.
+        port = self.port_on(host_socket)
+        self.assertEqual(port["mode"], "client")
+        self.assertEqual(port["uplink"], "up0")
+        self.assertEqual(port["mtu"], lab.UPLINK_MTU)
+        self.assertEqual(port["queue_pairs"], queues)
+        if "owner" in port:
+            self.assertEqual(port["owner"], {"namespace": NS, "vm": "vm1", "claim": c["metadata"]["name"]})
+        # The socket directory's CDI spec.
+        container_dir = "/var/run/xdpvhost/vhost/vhost-port"
+        spec = self.cdi_spec(f"xdpvhost.io-vhost-user_{uid}.json")
+        self.assertEqual(spec["cdiVersion"], "0.6.0")
+        self.assertEqual(spec["kind"], "xdpvhost.io/vhost-user")
+        self.assertEqual(spec["devices"], [{"name": f"{uid}-up0-vhost-port", "containerEdits": {"mounts": [
+            {"hostPath": host_dir, "containerPath": container_dir, "options": ["bind", "rw"]}]}}])
+        # The metadata file and its CDI spec.
+        md_file = os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io", "dra-device-metadata",
+                               f"{NS}_{c['metadata']['name']}", "vhost-port", "metadata.json")
+        mspec = self.cdi_spec(f"xdpvhost.io_metadata_{uid}_vhost-port.json")
+        self.assertEqual(mspec["cdiVersion"], "0.5.0")
+        self.assertEqual(mspec["kind"], "xdpvhost.io/metadata")
+        self.assertEqual(mspec["devices"], [{"name": f"{uid}_vhost-port", "containerEdits": {"mounts": [{
+            "hostPath": md_file,
+            "containerPath": "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/vhost/"
+                             "vhost-port/xdpvhost.io-metadata.json",
+            "options": ["ro", "bind"]}]}}])
+        self.assertEqual(stat.S_IMODE(os.stat(md_file).st_mode), 0o644)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(md_file)).st_mode), 0o755)
+        docs = self.metadata_stream(md_file)
+        self.assertEqual(len(docs), 1)
+        doc = docs[0]
+        self.assertEqual(doc["metadata"], {"name": c["metadata"]["name"], "namespace": NS, "uid": uid,
+                                           "generation": 1})
+        self.assertEqual(doc["podClaimName"], "vhost")
+        attrs = doc["requests"][0]["devices"][0]["attributes"]
+        self.assertEqual(doc["requests"][0]["name"], "vhost-port")
+        self.assertEqual(doc["requests"][0]["devices"][0]["driver"], "xdpvhost.io")
+        self.assertEqual(attrs, {"vhost-user-path": {"string": container_dir + "/vhost.sock"},
+                                 "mtu": {"int": lab.UPLINK_MTU}})
+        for k, v in attrs.items():
+            self.assertEqual(objs.attribute_errors(k, v), [])
+        return host_dir, port
+
+    def port_on(self, socket_path):
+        ports = [p for p in self.daemon.call("port.list") if p["socket"] == socket_path]
+        self.assertEqual(len(ports), 1, self.daemon.call("port.list"))
+        return self.daemon.call("port.get", name=ports[0]["name"])
+
+    def cdi_spec(self, name):
+        with open(os.path.join(self.plugin.cdi_root, name)) as f:
+            spec = json.load(f)
+        errors = [e.message for e in CDI_SCHEMA.iter_errors(spec)]
+        self.assertEqual(errors, [], name)
+        return spec
+
+    def metadata_stream(self, path):
+        """The file is a JSON stream: objects, each followed by a newline."""
+        with open(path) as f:
+            text = f.read()
+        self.assertTrue(text.endswith("\n"))
+        decoder, docs, i = json.JSONDecoder(), [], 0
+        while i < len(text):
+            if text[i].isspace():
+                i += 1
+                continue
+            doc, i = decoder.raw_decode(text, i)
+            self.assertEqual([e.message for e in METADATA_SCHEMA.iter_errors(doc)], [])
+            docs.append(doc)
+        return docs
+
+    def check_gone(self, c, host_dir, port_name):
+        uid = c["metadata"]["uid"]
+        self.assertIsNone(self.port_or_none(port_name))
+        self.assertFalse(os.path.exists(host_dir))
+        self.assertEqual(os.listdir(self.plugin.cdi_root), [])
+        self.assertFalse(os.path.exists(os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io",
+                                                     "dra-device-metadata", f"{NS}_{c['metadata']['name']}")))
+        self.assertFalse(os.path.exists(os.path.join(self.plugin.state_dir, f"{uid}.json")))
+
+    def port_or_none(self, name):
+        try:
+            return self.daemon.call("port.get", name=name)
+        except lab.RpcError as e:
+            if e.code == -32002:  # not_found
+                return None
+            raise
+
+    def test_prepare_then_unprepare(self):
+        self.published_slice()
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        answer = self.plugin.prepare(objs.ref(c))
+        self.assertEqual(list(answer), [uid])
+        host_dir, port = self.check_prepared(c, pod, answer[uid])
+        # status.devices on the claim (D1's debug data), schema-valid.
+        puts = self.api.sent("PUT", r"/resourceclaims/vhost-claim/status$")
+        self.assertEqual(len(puts), 1)
+        self.assert_sent_objects_valid()
+        status = self.api.get("resourceclaims", "vhost-claim", NS)["status"]
+        self.assertEqual(len(status["devices"]), 1)
+        entry = status["devices"][0]
+        self.assertEqual((entry["driver"], entry["pool"], entry["device"]), ("xdpvhost.io", lab.NODE_NAME, "up0"))
+        self.assertEqual(entry["shareID"], c["status"]["allocation"]["devices"]["results"][0]["shareID"])
+        self.assertEqual(entry["data"]["socket"]["hostPath"], os.path.join(host_dir, "vhost.sock"))
+        # Unprepare: port, directory, CDI specs, metadata and state gone.
+        answer = self.plugin.unprepare(objs.ref(c))
+        self.assertEqual(answer[uid].error, "")
+        self.check_gone(c, host_dir, port["name"])
+        self.assertNotIn("devices", self.api.get("resourceclaims", "vhost-claim", NS)["status"])
+        self.assert_sent_objects_valid()
+        # Again: nothing to do, no error.
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+
+    def test_prepare_is_idempotent_and_takes_queues_from_the_claim(self):
+        self.published_slice()
+        c, pod = self.seed_vm(config=[{"source": "FromClaim", "requests": ["vhost-port"], "opaque": {
+            "driver": "xdpvhost.io", "parameters": {"apiVersion": "xdpvhost.io/v1", "kind": "PortConfig",
+                                                    "queues": 2}}}])
+        uid = c["metadata"]["uid"]
+        first = self.plugin.prepare(objs.ref(c))[uid]
+        host_dir, port = self.check_prepared(c, pod, first, queues=2)
+        gets = len(self.api.sent("GET", r"/resourceclaims/vhost-claim$"))
+        second = self.plugin.prepare(objs.ref(c))[uid]
+        self.assertEqual(second, first)
+        self.check_prepared(c, pod, second, queues=2)
+        # The repeat answered from the plugin's state: no second GET of the claim.
+        self.assertEqual(len(self.api.sent("GET", r"/resourceclaims/vhost-claim$")), gets)
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+        self.check_gone(c, host_dir, port["name"])
+
+    def test_restarts_of_plugin_and_daemon_keep_the_claim(self):
+        self.published_slice()
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        first = self.plugin.prepare(objs.ref(c))[uid]
+        host_dir, port = self.check_prepared(c, pod, first)
+        # The plugin dies and comes back: same answer from its state.
+        self.plugin.kill()
+        self.plugin.start()
+        self.assertEqual(self.plugin.prepare(objs.ref(c))[uid], first)
+        # The daemon restarts without state: the plugin adds the port again.
+        self.daemon.kill()
+        self.daemon.start()
+        lab.wait_until(lambda: self.port_or_none(port["name"]), timeout=20, what="the port re-added")
+        self.assertIn(f"port {port['name']} added (reconcile)", self.plugin.tail())
+        self.check_prepared(c, pod, first)
+        # The socket directory was removed behind the plugin's back: repaired.
+        os.rmdir(host_dir)
+        self.assertEqual(self.plugin.prepare(objs.ref(c))[uid], first)
+        self.assertTrue(os.path.isdir(host_dir))
+        # Unprepare after another plugin restart cleans up everything.
+        self.assertEqual(self.plugin.stop(), 0)
+        self.plugin.start()
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+        self.check_gone(c, host_dir, port["name"])
+
+
+@needs_root()
+@needs_learned_macs()
+class GuestTraffic(PluginTestCase):
+    tag = "guest"
+
+    def test_qemu_server_at_the_prepared_socket_pings_through_the_uplink(self):
+        image = os.environ.get("XDPVHOST_GUEST_IMAGE_DIR")
+        if not image or not os.path.exists(os.path.join(image, "initrd.img")):
+            self.skipTest("no guest image (XDPVHOST_GUEST_IMAGE_DIR; tests/guest/build_image.sh)")
+        # QEMU runs as uid/gid 107, as virt-launcher runs it: it must be able to
+        # create its socket in the directory the plugin made.
+        wrapper = os.path.join(self.dir, "qemu-as-107")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "# chown the guest's workdir (console log, QMP socket) to QEMU's user, then drop root.\n"
+                    f'chown -R 107:107 "{self.dir}/guest"\n'
+                    'exec setpriv --reuid=107 --regid=107 --clear-groups qemu-system-x86_64 "$@"\n')
+        os.chmod(wrapper, 0o755)
+        os.environ["XV_QEMU"] = wrapper
+        sys.path.insert(0, os.environ.get("XDPVHOST_GUEST_DIR") or os.path.join(lab.ROOT, "tests", "guest"))
+        import qemu_guest
+
+        self.published_slice()
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        answer = self.plugin.prepare(objs.ref(c))[uid]
+        self.assertEqual(answer.error, "")
+        (host_dir,) = [os.path.join(self.plugin.socket_root, d) for d in os.listdir(self.plugin.socket_root)]
+        md = os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io", "dra-device-metadata",
+                          f"{NS}_{c['metadata']['name']}", "vhost-port", "metadata.json")
+        with open(md) as f:
+            mtu = json.load(f)["requests"][0]["devices"][0]["attributes"]["mtu"]["int"]
+        os.makedirs(os.path.join(self.dir, "guest"))
+        guest = qemu_guest.Guest(image, os.path.join(host_dir, "vhost.sock"), name="vm1", server=True,
+                                 mac=RESERVED_MAC, ip=f"{GUEST_IP}/24", peer=lab.PEER_IP,
+                                 device_opts={"host_mtu": str(mtu)}, accel="tcg",
+                                 run=["wait-peer,_,60", "ping,_,5"], workdir=os.path.join(self.dir, "guest"))
+        self.addCleanup(guest.kill)
+        guest.start()
+        guest.wait_socket(timeout=30)
+        st = os.stat(os.path.join(host_dir, "vhost.sock"))
+        self.assertEqual((st.st_uid, st.st_gid), (107, 107))
+        rc = guest.wait_done(timeout=300)
+        self.assertEqual(rc, 0, guest.tail(40))
+        ping = guest.results("ping")[-1]
+        self.assertEqual(ping["loss_pct"], 0.0, ping)
+        nic = guest.results("nic")[-1]
+        self.assertEqual(nic["mtu"], mtu)
+        stats = self.daemon.call("stats.get")
+        print(f"\nguest ping through the uplink: {ping}\nport counters: {stats['ports']}", file=sys.stderr)
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+        self.assertFalse(os.path.exists(host_dir))
+
+
+SUITES = {"base": [Registration, ResourceSlices, ClaimErrors],
+          "ports": [PortLifecycle],
+          "guest": [GuestTraffic]}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--suite", choices=sorted(SUITES) + ["all"], default="all")
+    p.add_argument("-v", action="store_true")
+    p.add_argument("-k", action="append", default=[], help="only tests whose name contains this")
+    a = p.parse_args()
+    classes = sum(SUITES.values(), []) if a.suite == "all" else SUITES[a.suite]
+    loader = unittest.TestLoader()
+    if a.k:
+        loader.testNamePatterns = [f"*{k}*" for k in a.k]
+    suite = unittest.TestSuite(loader.loadTestsFromTestCase(c) for c in classes)
+    result = unittest.TextTestRunner(verbosity=2 if a.v else 1).run(suite)
+    ran = result.testsRun - len(result.skipped)
+    print(f"{ran - len(result.failures) - len(result.errors)} passed, "
+          f"{len(result.failures) + len(result.errors)} failed, {len(result.skipped)} skipped")
+    if not result.wasSuccessful():
+        return 1
+    return 77 if result.testsRun and ran == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
