@@ -44,6 +44,7 @@ class ClaimDriver:
         self.store = store
         self.devices = devices  # callable -> {device name: UplinkDevice}
         self.lock = threading.Lock()
+        self._orphans_logged = set()
 
     # ---- kubelet calls ---------------------------------------------------
 
@@ -247,6 +248,10 @@ class ClaimDriver:
             except ApiError as e:
                 if e.status == 409 and attempt < 2:
                     continue
+                if e.status == 404 and not entries:
+                    log.info("claim %s/%s is gone: no status.devices to clear", claim["namespace"],
+                             claim["name"])
+                    return
                 log.warning("claim %s/%s: status.devices not %s: %s", claim["namespace"],
                             claim["name"], what, e)
                 return
@@ -275,4 +280,20 @@ class ClaimDriver:
                 except (Failure, DaemonUnavailable, DaemonError, SocketDirError, OSError) as e:
                     failed += 1
                     log.error("reconcile claim %s/%s: %s", claim["namespace"], claim["name"], e)
+            self._log_orphans()
         return ok, failed
+
+    def _log_orphans(self):
+        """Ports named like the plugin's that no state file knows (a lost
+        --state-dir, or a second plugin on one daemon): reported, not touched."""
+        try:
+            ports = self.daemon.ports()
+        except (DaemonUnavailable, DaemonError):
+            return
+        known = {p["port"] for r in self.store.all() for p in r["ports"]}
+        for port in ports:
+            name = port.get("name", "")
+            if name.startswith(names.PORT_PREFIX) and name not in known and name not in self._orphans_logged:
+                self._orphans_logged.add(name)
+                log.warning("port %s (socket %s) on the daemon looks like this plugin's but no state file "
+                            "in %s knows it; left alone", name, port.get("socket"), self.store.directory)
