@@ -1,0 +1,505 @@
+"""The Kubernetes manifests in deploy/kubernetes, offline:
+
+- both overlays render with Debian's kubectl 1.20 (`kubectl kustomize`, its
+  built-in kustomize), and so does the base;
+- every object, in every manifest file and in both renderings, validates
+  against the API models: Kubernetes and Prometheus Operator through the npm
+  models in tooling/ (validate_models.mjs, unknown fields refused),
+  resource.k8s.io/v1 also against the OpenAPI-derived JSON Schema of
+  shared/reference/kubevirt (tests/kubevirt/schemas), KubeVirt objects
+  against KubeVirt's API models (plus the DRA network fields of CONTRACT.md
+  §9), OpenShift's SCC against tests/kubevirt/schemas;
+- the DaemonSet has what a node-critical AF_XDP daemon needs (priority,
+  tolerations, update strategy, probes that fit xdpvhostctl's timeout,
+  Guaranteed QoS with whole CPUs, the kubelet plugin/CDI host paths, one
+  control socket for both containers, exactly the capabilities the image
+  gives xdpvhostd);
+- the alert and dashboard expressions parse (promtool) and name only metric
+  families, labels and label values that a real scrape of xdpvhostd exports
+  (the daemon runs here with one port and no uplink; uplink families have no
+  samples then, so their labels are taken from docs/operating.md's table).
+
+Environment: XDPVHOSTD (the daemon), optional XDPVHOST_KUBECTL,
+XDPVHOST_PROMTOOL, XDPVHOST_MANIFEST_TOOLING."""
+
+import glob
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+import jsonschema
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+KUBE = os.path.join(ROOT, "deploy", "kubernetes")
+SCHEMAS = os.path.join(ROOT, "tests", "kubevirt", "schemas")
+TOOLS = "/opt/xdpvhost-tools"
+KUBECTL = os.environ.get("XDPVHOST_KUBECTL") or f"{TOOLS}/kubernetes-client/usr/bin/kubectl"
+PROMTOOL = os.environ.get("XDPVHOST_PROMTOOL") or f"{TOOLS}/prometheus/usr/bin/promtool"
+NAMESPACE = "xdpvhost-system"
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "DeviceClass",
+                  "SecurityContextConstraints"}
+DAEMON_CAPS = {"NET_ADMIN", "NET_RAW", "BPF", "IPC_LOCK"}
+# Labels a series gets from the scrape target (PodMonitor), not from the daemon.
+TARGET_LABELS = {"node", "instance", "job", "pod"}
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def resource_schema():
+    for path in (os.path.join(SCHEMAS, "resource.k8s.io-v1.schema.json"),
+                 os.path.join(ROOT, "..", "shared", "reference", "kubevirt",
+                              "resource.k8s.io-v1.schema.json")):
+        if os.path.exists(path):
+            return json.loads(read_text(path))
+    raise FileNotFoundError("resource.k8s.io-v1.schema.json")
+
+
+def kustomize(path):
+    r = subprocess.run([KUBECTL, "kustomize", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"kubectl kustomize {path}: {r.stderr}")
+    return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
+def kustomization_patches():
+    patches = set()
+    for k in glob.glob(os.path.join(KUBE, "**", "kustomization.yaml"), recursive=True):
+        spec = yaml.safe_load(read_text(k))
+        for p in spec.get("patchesStrategicMerge") or []:
+            patches.add(os.path.normpath(os.path.join(os.path.dirname(k), p)))
+    return patches
+
+
+def manifest_files():
+    patches = kustomization_patches()
+    return sorted(f for f in glob.glob(os.path.join(KUBE, "**", "*.yaml"), recursive=True)
+                  if os.path.basename(f) != "kustomization.yaml" and f not in patches)
+
+
+def load(path):
+    return [d for d in yaml.safe_load_all(read_text(path)) if d]
+
+
+def rel(path):
+    return os.path.relpath(path, ROOT)
+
+
+def find(objects, kind, name=None):
+    found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"{kind} {name}: {len(found)} objects"
+    return found[0]
+
+
+class Rendering(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.rendered = {o: kustomize(os.path.join(KUBE, "overlays", o))
+                        for o in ("kubernetes", "openshift")}
+        cls.rendered["base"] = kustomize(os.path.join(KUBE, "base"))
+
+    def test_kubectl_is_debians_1_20(self):
+        r = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True,
+                           text=True, check=True)
+        v = json.loads(r.stdout)["clientVersion"]
+        self.assertEqual((v["major"], v["minor"]), ("1", "20"))
+
+    def all_objects(self):
+        """(source, object) for every manifest file and both renderings."""
+        out = [(rel(f), o) for f in manifest_files() for o in load(f)]
+        for name, objs in self.rendered.items():
+            out += [(f"kubectl kustomize {name}", o) for o in objs]
+        return out
+
+    def test_every_object_validates(self):
+        objects = self.all_objects()
+        sources = {s for s, _ in objects}
+        for f in manifest_files():
+            self.assertIn(rel(f), sources, f"{f} holds no object")
+        resource = resource_schema()
+        scc = json.loads(read_text(os.path.join(SCHEMAS, "security.openshift.io-v1-scc.schema.json")))
+        models = []
+        for source, o in objects:
+            where = f"{source}: {o['kind']}/{o['metadata']['name']}"
+            with self.subTest(where):
+                if o["apiVersion"] == "resource.k8s.io/v1":
+                    jsonschema.Draft202012Validator(resource).validate(o)
+                if o["kind"] == "SecurityContextConstraints":
+                    jsonschema.Draft202012Validator(scc).validate(o)
+                else:
+                    models.append({"source": source, "object": o})
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(models, f)
+            f.flush()
+            r = subprocess.run(["node", os.path.join(HERE, "validate_models.mjs"), f.name],
+                               capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.count("\nok ") + r.stdout.startswith("ok "), len(models),
+                         r.stdout)
+
+    def test_kinds_in_each_overlay(self):
+        common = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
+                  "DaemonSet", "DeviceClass", "PodMonitor", "PrometheusRule"}
+        self.assertEqual({o["kind"] for o in self.rendered["kubernetes"]}, common)
+        self.assertEqual({o["kind"] for o in self.rendered["openshift"]},
+                         common | {"SecurityContextConstraints", "RoleBinding"})
+
+    def test_namespaces(self):
+        for name, objs in self.rendered.items():
+            for o in objs:
+                with self.subTest(f"{name}: {o['kind']}/{o['metadata']['name']}"):
+                    if o["kind"] in CLUSTER_SCOPED:
+                        self.assertNotIn("namespace", o["metadata"])
+                    else:
+                        self.assertEqual(o["metadata"].get("namespace"), NAMESPACE)
+
+    def test_daemonset(self):
+        for overlay in ("kubernetes", "openshift"):
+            with self.subTest(overlay):
+                self.check_daemonset(self.rendered[overlay])
+
+    def check_daemonset(self, objs):
+        ds = find(objs, "DaemonSet", "xdpvhost")
+        pod = ds["spec"]["template"]["spec"]
+        self.assertEqual(pod["priorityClassName"], "system-node-critical")
+        self.assertTrue(pod["hostNetwork"])
+        self.assertIn({"operator": "Exists"}, pod["tolerations"])
+        self.assertEqual(ds["spec"]["updateStrategy"]["type"], "RollingUpdate")
+        # xdpvhostd stops within a second (tests/control/test_lifecycle.py);
+        # the grace period covers it and the plugin, and is not the 30 s default.
+        self.assertTrue(2 <= pod["terminationGracePeriodSeconds"] <= 15)
+        containers = {c["name"]: c for c in pod["containers"]}
+        self.assertEqual(set(containers), {"xdpvhostd", "dra-plugin"})
+        # Guaranteed QoS: every container (init ones too) has requests == limits.
+        for c in pod["containers"] + pod.get("initContainers", []):
+            self.assertEqual(c["resources"]["requests"], c["resources"]["limits"], c["name"])
+            self.assertEqual(set(c["resources"]["requests"]), {"cpu", "memory"}, c["name"])
+        daemon, plugin = containers["xdpvhostd"], containers["dra-plugin"]
+        self.assertRegex(str(daemon["resources"]["requests"]["cpu"]), r"^[1-9][0-9]*$",
+                         "whole CPUs, for the static CPU manager")
+        # Probes: readiness on /healthz of the metrics port; liveness runs
+        # xdpvhostctl with a --timeout the probe's timeout leaves room for.
+        config = json.loads(next(o["data"]["config.json"] for o in objs if o["kind"] == "ConfigMap"
+                                 and "config.json" in o.get("data", {})))
+        metrics_port = int(config["metrics"]["listen"].rsplit(":", 1)[1])
+        ready = daemon["readinessProbe"]
+        self.assertEqual(ready["httpGet"], {"path": "/healthz", "port": metrics_port})
+        live = daemon["livenessProbe"]
+        cmd = live["exec"]["command"]
+        self.assertTrue(cmd[0].endswith("xdpvhostctl"))
+        self.assertEqual(cmd[-1], "status")
+        cli_timeout = float(cmd[cmd.index("--timeout") + 1])
+        self.assertGreater(live["timeoutSeconds"], cli_timeout)
+        self.assertGreaterEqual(live["periodSeconds"], live["timeoutSeconds"])
+        self.assertEqual([p["containerPort"] for p in daemon["ports"] if p["name"] == "metrics"],
+                         [metrics_port])
+        # Capabilities: exactly the daemon's set (the image's setcap), none
+        # privileged, file capabilities need privilege escalation allowed.
+        sc = daemon["securityContext"]
+        self.assertEqual(set(sc["capabilities"]["add"]), DAEMON_CAPS)
+        self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+        self.assertTrue(sc["allowPrivilegeEscalation"])
+        self.assertNotEqual(sc["runAsUser"], 0)
+        for c in pod["containers"] + pod.get("initContainers", []):
+            self.assertFalse(c["securityContext"].get("privileged", False), c["name"])
+        # Host paths: the kubelet's plugin and registry dirs, CDI, the socket root.
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        host = {v["hostPath"]["path"]: n for n, v in volumes.items() if "hostPath" in v}
+        for path in ("/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry",
+                     "/var/run/cdi", "/run/xdpvhost"):
+            self.assertIn(path, host)
+        mounts = {c["name"]: {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+                  for c in pod["containers"]}
+        # Same path inside as on the host, where the kubelet or the daemon
+        # needs it so (sockets the kubelet dials, directories CDI mounts).
+        for path in ("/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry",
+                     "/var/run/cdi", "/run/xdpvhost"):
+            self.assertEqual(mounts["dra-plugin"][host[path]], path)
+        self.assertEqual(mounts["xdpvhostd"][host["/run/xdpvhost"]], "/run/xdpvhost")
+        # One control socket: the daemon's config, the plugin's flag, the
+        # CLI's default, on the volume both mount.
+        args = dict(a.split("=", 1) for a in plugin["args"])
+        self.assertEqual(args["--control-socket"], config["control"]["socket"])
+        self.assertEqual(config["control"]["socket"], "/run/xdpvhost/control.sock")
+        self.assertTrue(args["--socket-root"].startswith("/run/xdpvhost/"))
+        self.assertEqual(args["--cdi-root"], "/var/run/cdi")
+        # ...and the plugin's own parser takes them (kubevirt/dra_plugin)
+        sys.path.insert(0, os.path.join(ROOT, "kubevirt", "dra_plugin"))
+        from xdpvhost_dra import options
+        parsed = options.parse([a.replace("$(NODE_NAME)", "node-a") for a in plugin["args"]])
+        self.assertEqual(parsed.control_socket, config["control"]["socket"])
+        uid = daemon["securityContext"]["runAsUser"]
+        self.assertIn(f"u:{uid}", args.get("--socket-acl", "").split(","),
+                      "the daemon's uid needs the ACL on QEMU's socket")
+        # The metrics listener of the ConfigMap's config is loopback; the
+        # init container renders it with the node's IP.
+        self.assertTrue(config["metrics"]["listen"].startswith("127.0.0.1:"))
+        init = {c["name"]: c for c in pod["initContainers"]}["prepare"]
+        self.assertIn("render-config", " ".join(init["args"]))
+        self.assertEqual(init["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIP")
+
+    def test_image_gives_the_daemon_the_same_capabilities(self):
+        dockerfile = read_text(os.path.join(ROOT, "deploy", "Dockerfile"))
+        m = re.search(r"setcap (\S+)\+ep /usr/local/sbin/xdpvhostd", dockerfile)
+        self.assertIsNotNone(m)
+        self.assertEqual({c.removeprefix("cap_").upper() for c in m.group(1).split(",")},
+                         DAEMON_CAPS)
+
+    def test_podmonitor_scrapes_the_metrics_port(self):
+        objs = self.rendered["kubernetes"]
+        pm = find(objs, "PodMonitor", "xdpvhost")
+        ds = find(objs, "DaemonSet", "xdpvhost")
+        self.assertEqual(pm["spec"]["selector"]["matchLabels"],
+                         ds["spec"]["selector"]["matchLabels"])
+        ports = {p["name"] for c in ds["spec"]["template"]["spec"]["containers"]
+                 for p in c.get("ports", [])}
+        for ep in pm["spec"]["podMetricsEndpoints"]:
+            self.assertIn(ep["port"], ports)
+            self.assertTrue(ep["honorLabels"])
+            self.assertIn("node", [r["targetLabel"] for r in ep["relabelings"]])
+
+    def test_openshift_scc_admits_the_daemonset(self):
+        objs = self.rendered["openshift"]
+        scc = find(objs, "SecurityContextConstraints", "xdpvhost")
+        pod = find(objs, "DaemonSet", "xdpvhost")["spec"]["template"]["spec"]
+        added = {cap for c in pod["containers"] + pod["initContainers"]
+                 for cap in c["securityContext"]["capabilities"].get("add", [])}
+        self.assertLessEqual(added, set(scc["allowedCapabilities"]))
+        self.assertTrue(scc["allowHostNetwork"] and scc["allowHostDirVolumePlugin"])
+        self.assertFalse(scc["allowPrivilegedContainer"])
+        kinds = {k for v in pod["volumes"] for k in v if k != "name"}
+        self.assertLessEqual(kinds, set(scc["volumes"]))
+        rb = find(objs, "RoleBinding", "xdpvhost-use-scc")
+        role = find(objs, "ClusterRole", rb["roleRef"]["name"])
+        self.assertEqual(role["rules"][0]["resourceNames"], ["xdpvhost"])
+        self.assertIn({"kind": "ServiceAccount", "name": pod["serviceAccountName"],
+                       "namespace": NAMESPACE}, rb["subjects"])
+        self.assertEqual(pod["securityContext"]["seLinuxOptions"]["type"], "spc_t")
+
+    def test_examples_fit_together(self):
+        ex = os.path.join(KUBE, "examples")
+        vm = load(os.path.join(ex, "virtualmachine.yaml"))[0]["spec"]["template"]["spec"]
+        rct = load(os.path.join(ex, "resourceclaimtemplate.yaml"))[0]
+        kv = load(os.path.join(ex, "kubevirt-patch.yaml"))[0]["spec"]["configuration"]
+        dc = find(self.rendered["kubernetes"], "DeviceClass", "xdpvhost")
+        self.assertIn("NetworkDevicesWithDRA", kv["developerConfiguration"]["featureGates"])
+        bindings = kv["network"]["binding"]
+        iface = [i for i in vm["domain"]["devices"]["interfaces"] if "binding" in i][0]
+        self.assertIn(iface["binding"]["name"], bindings)
+        self.assertTrue(bindings[iface["binding"]["name"]]["sidecarImage"])
+        net = [n for n in vm["networks"] if n["name"] == iface["name"]][0]["resourceClaim"]
+        claim = [c for c in vm["resourceClaims"] if c["name"] == net["claimName"]][0]
+        self.assertEqual(claim["resourceClaimTemplateName"], rct["metadata"]["name"])
+        request = [r for r in rct["spec"]["spec"]["devices"]["requests"]
+                   if r["name"] == net["requestName"]][0]
+        self.assertEqual(request["exactly"]["deviceClassName"], dc["metadata"]["name"])
+        # queues: the port has as many queue pairs as the VM's multiqueue NIC asks for
+        queues = [c["opaque"]["parameters"]["queues"] for c in rct["spec"]["spec"]["devices"]["config"]]
+        self.assertEqual(queues, [vm["domain"]["cpu"]["cores"]])
+
+
+# ---- metric names against a real scrape -----------------------------------
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape_daemon():
+    """Families {name: type}, and {family: {label: {values}}} of a real
+    xdpvhostd with one guest port and no uplink."""
+    daemon = os.environ["XDPVHOSTD"]
+    work = tempfile.mkdtemp(prefix="xdpvhost-manifests-")
+    port = free_port()
+    config = {"ports": [{"name": "vm1", "socket": f"{work}/vm1.sock", "mode": "server",
+                         "mac": "52:54:00:00:00:01"}],
+              "control": {"socket": f"{work}/control.sock"},
+              "metrics": {"listen": f"127.0.0.1:{port}"}}
+    with open(f"{work}/config.json", "w") as f:
+        json.dump(config, f)
+    log = open(f"{work}/daemon.log", "wb")
+    proc = subprocess.Popen([daemon, "--config", f"{work}/config.json"], stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("xdpvhostd did not serve metrics: "
+                                         + read_text(f"{work}/daemon.log"))
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+        shutil.rmtree(work)
+    families, labels = {}, {}
+    for line in text.splitlines():
+        m = re.match(r"# TYPE (\S+) (\S+)", line)
+        if m:
+            families[m.group(1)] = m.group(2)
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? ", line)
+        name = m.group(1)
+        family = name if name in families else re.sub(r"_(bucket|count|sum)$", "", name)
+        fam = labels.setdefault(family, {})
+        for k, v in re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""):
+            fam.setdefault(k, set()).add(v)
+    return families, labels
+
+
+def documented_labels():
+    """{family pattern (regex): {labels}} from docs/operating.md's table."""
+    out = {}
+    for line in read_text(os.path.join(ROOT, "docs", "operating.md")).splitlines():
+        if not line.startswith("| `xdpvhost_"):
+            continue
+        cells = line.split("|")
+        names = re.findall(r"`([^`]+)`", cells[1])
+        lbls = set(re.findall(r"`(\w+)`", cells[3]))
+        for n in names:
+            out[("^" + re.escape(n).replace(re.escape("..."), ".*") + "$")] = lbls
+    return out
+
+
+def expressions():
+    """(where, promql, label names used in templates) for every alert of the
+    PrometheusRule and every query of the dashboard."""
+    rule = load(os.path.join(KUBE, "monitoring", "prometheusrule.yaml"))[0]
+    for g in rule["spec"]["groups"]:
+        for r in g["rules"]:
+            used = set()
+            for text in r.get("annotations", {}).values():
+                used |= set(re.findall(r"\$labels\.(\w+)", text))
+            yield f"alert {r['alert']}", r["expr"], used
+    dash = json.loads(read_text(os.path.join(KUBE, "monitoring", "xdpvhost-dashboard.json")))
+    for p in dash["panels"]:
+        for t in p.get("targets", []):
+            yield (f"panel {p['title']!r} {t['refId']}", t["expr"],
+                   set(re.findall(r"\{\{\s*(\w+)\s*\}\}", t.get("legendFormat", ""))))
+    for v in dash["templating"]["list"]:
+        if v["type"] == "query":
+            m = re.match(r"label_values\((\w+),\s*(\w+)\)", v["query"]["query"])
+            yield f"variable {v['name']}", m.group(1), {m.group(2)}
+
+
+def grafana_to_promql(expr):
+    return expr.replace("$__rate_interval", "5m").replace("$node", ".*")
+
+
+class Metrics(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.families, cls.labels = scrape_daemon()
+        cls.documented = documented_labels()
+
+    def family_of(self, name):
+        if name in self.families:
+            return name
+        base = re.sub(r"_(bucket|count|sum)$", "", name)
+        if self.families.get(base) == "histogram":
+            return base
+        return None
+
+    def labels_of(self, family):
+        if family in self.labels:
+            return set(self.labels[family]), True
+        for pattern, lbls in self.documented.items():
+            if re.match(pattern, family):
+                return lbls, False
+        return set(), False
+
+    def test_scrape_has_the_families(self):
+        # the scrape itself: port, thread and uplink families are all there
+        for prefix in ("xdpvhost_port_", "xdpvhost_thread_", "xdpvhost_uplink_xsk_"):
+            self.assertTrue(any(f.startswith(prefix) for f in self.families), prefix)
+        self.assertIn("vm1", self.labels["xdpvhost_port_packets_total"]["port"])
+
+    def test_expressions_name_only_exported_metrics_and_labels(self):
+        count = 0
+        for where, expr, templated in expressions():
+            count += 1
+            with self.subTest(where):
+                promql = grafana_to_promql(expr)
+                names = set(re.findall(r"\b(xdpvhost_[a-zA-Z0-9_]+)\b", promql))
+                self.assertTrue(names, f"{where} names no xdpvhost metric")
+                allowed, values = set(TARGET_LABELS), {}
+                for n in names:
+                    fam = self.family_of(n)
+                    self.assertIsNotNone(fam, f"{where}: {n} is not exported by xdpvhostd")
+                    lbls, sampled = self.labels_of(fam)
+                    self.assertTrue(lbls or fam in self.labels, f"{where}: no labels known for {fam}")
+                    allowed |= lbls
+                    if n.endswith("_bucket"):
+                        allowed.add("le")
+                    if sampled:
+                        for k, v in self.labels[fam].items():
+                            values.setdefault(k, set()).update(v)
+                used = set(templated)
+                for grouping in re.findall(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)", promql):
+                    used |= {x.strip() for x in grouping.split(",") if x.strip()}
+                for sel in re.findall(r"\{([^}]*)\}", promql):
+                    for k, op, v in re.findall(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"', sel):
+                        used.add(k)
+                        if op in ("=", "!=") and k in values:
+                            self.assertIn(v, values[k], f"{where}: {k}={v!r} never appears")
+                self.assertLessEqual(used, allowed, f"{where}: labels {used - allowed} are not exported")
+        self.assertGreater(count, 10)
+
+    def test_alerts_have_for_and_what_to_do(self):
+        rule = load(os.path.join(KUBE, "monitoring", "prometheusrule.yaml"))[0]
+        for g in rule["spec"]["groups"]:
+            for r in g["rules"]:
+                with self.subTest(r["alert"]):
+                    self.assertRegex(r["for"], r"^[0-9]+[smh]$")
+                    self.assertIn(r["labels"]["severity"], {"info", "warning", "critical"})
+                    self.assertTrue(r["annotations"]["summary"])
+                    self.assertGreater(len(r["annotations"]["description"]), 80)
+
+    def test_promtool_parses_every_expression(self):
+        rule = load(os.path.join(KUBE, "monitoring", "prometheusrule.yaml"))[0]
+        dash = [{"record": f"xdpvhost_dashboard:expr{i}", "expr": grafana_to_promql(e)}
+                for i, (w, e, _) in enumerate(expressions()) if w.startswith("panel")]
+        with tempfile.TemporaryDirectory() as d:
+            for name, groups in (("alerts", rule["spec"]["groups"]),
+                                 ("dashboard", [{"name": "dashboard", "rules": dash}])):
+                path = os.path.join(d, f"{name}.yaml")
+                with open(path, "w") as f:
+                    yaml.safe_dump({"groups": groups}, f)
+                r = subprocess.run([PROMTOOL, "check", "rules", path], capture_output=True, text=True)
+                with self.subTest(name):
+                    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                    self.assertIn("SUCCESS", r.stdout)
+
+    def test_dashboard_panels(self):
+        dash = json.loads(read_text(os.path.join(KUBE, "monitoring", "xdpvhost-dashboard.json")))
+        exprs = " ".join(t["expr"] for p in dash["panels"] for t in p.get("targets", []))
+        for family in ("xdpvhost_port_packets_total", "xdpvhost_port_drops_total",
+                       "xdpvhost_thread_iterations_total", "xdpvhost_uplink_xsk_rx_ring_full_total",
+                       "xdpvhost_uplink_xsk_rx_fill_ring_empty_descs_total"):
+            self.assertTrue(family in exprs, f"no panel shows {family}")
+        self.assertTrue("by (node, port, reason)" in exprs, "no panel of drops by port and reason")
+        ids = [p["id"] for p in dash["panels"]]
+        self.assertEqual(len(ids), len(set(ids)))
+
+
+if __name__ == "__main__":
+    unittest.main()
