@@ -69,7 +69,7 @@ def main(argv=None):
     daemon = DaemonControl(o.control_socket)
     devices = Devices(daemon, o.default_mtu)
     sockets = SocketDirs(o.socket_root, o.socket_owner[0], o.socket_owner[1], o.socket_dir_mode,
-                         o.selinux_label)
+                         o.selinux_label, o.socket_acl)
     store = StateStore(o.state_dir)
     driver = ClaimDriver(o, daemon, api, sockets, store, devices.by_name)
     publisher = SlicePublisher(api, o.node_name, o.ports_capacity)

@@ -23,6 +23,24 @@ def _owner(text):
         raise argparse.ArgumentTypeError(f"{text!r}: want UID:GID (numbers or names known here)")
 
 
+def _acl(text):
+    """u:USER,g:GROUP,... (ids or names known here) -> [("u", uid), ("g", gid)]."""
+    entries = []
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        kind, _, who = item.partition(":")
+        try:
+            if kind == "u":
+                ident = int(who) if who.isdigit() else pwd.getpwnam(who).pw_uid
+            elif kind == "g":
+                ident = int(who) if who.isdigit() else grp.getgrnam(who).gr_gid
+            else:
+                raise ValueError
+        except (KeyError, ValueError):
+            raise argparse.ArgumentTypeError(f"{item!r}: want u:UID or g:GID (numbers or names known here)")
+        entries.append((kind, ident))
+    return entries
+
+
 def _mode(text):
     try:
         mode = int(text, 8)
@@ -59,6 +77,10 @@ def parser():
                    help="owner of the socket directories: QEMU's user in virt-launcher (default: 107:107)")
     p.add_argument("--socket-dir-mode", type=_mode, default=0o750, metavar="MODE",
                    help="mode of the socket directories (default: 0750)")
+    p.add_argument("--socket-acl", type=_acl, default=[], metavar="u:UID,g:GID,...",
+                   help="users and groups given rwx on the socket directories by an access and a "
+                        "default POSIX ACL (for a daemon that is neither root nor the owner); "
+                        "default: none")
     p.add_argument("--selinux-label", default="system_u:object_r:container_file_t:s0", metavar="LABEL",
                    help="SELinux label of the socket directories where SELinux is enabled; empty: "
                         "none (default: %(default)s)")

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import unittest
 import uuid
@@ -32,6 +33,7 @@ import api_objects as objs
 from apiserver_standin import RecordedApiServer
 
 import jsonschema
+import posix1e  # python3-pylibacl
 
 with open(os.path.join(objs.SCHEMAS, "cdi-spec.schema.json")) as f:
     CDI_SCHEMA = jsonschema.Draft202012Validator(json.load(f))
@@ -54,10 +56,39 @@ def needs_learned_macs():
         "(proto/config.schema.json $defs/port); the plugin sends them")
 
 
+# Run as another user: binds a unix socket with libvirt's QEMU umask (002),
+# or connects to one; prints OK or the errno name.
+SOCKET_AS = r"""
+import errno, os, socket, sys
+what, path = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    if what == "bind":
+        os.umask(0o002)
+        s.bind(path)
+        s.listen(1)
+        print("OK", flush=True)
+        sys.stdin.read()
+    else:
+        s.connect(path)
+        print("OK")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+"""
+ACL_UID = 10001    # a daemon that is neither root nor in group 107
+OTHER_UID = 10003  # anyone else
+
+
+def socket_as(uid, gid, what, path):
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", lab.PYTHON, "-c",
+            SOCKET_AS, what, path]
+
+
 class PluginTestCase(unittest.TestCase):
     """A fresh node per test: namespaces, daemon, stand-in, plugin."""
 
     tag = "t"
+    plugin_args = ()
 
     def setUp(self):
         self.net = lab.Network(self.tag)
@@ -72,7 +103,8 @@ class PluginTestCase(unittest.TestCase):
         self.addCleanup(self.api.stop)
         self.node = self.api.add(objs.node(lab.NODE_NAME))
         kubeconfig = self.api.kubeconfig(os.path.join(self.dir, "kubeconfig"))
-        self.plugin = lab.Plugin(self.dir, self.net, self.daemon.control_path, kubeconfig)
+        self.plugin = lab.Plugin(self.dir, self.net, self.daemon.control_path, kubeconfig,
+                                 extra=self.plugin_args)
         self.addCleanup(self.dump_logs_on_failure)
         self.addCleanup(self.plugin.kill)
         self.plugin.start()
@@ -100,6 +132,29 @@ class PluginTestCase(unittest.TestCase):
     def seed_vm(self, claim_name="vhost-claim", vm="vm1", **kw):
         pod = self.api.add(objs.launcher_pod(NS, f"virt-launcher-{vm}-x7k2p", vm))
         return self.seed_claim(claim_name, pod=pod, **kw), pod
+
+    def check_socket_dir_access(self, host_dir):
+        """Owner 107:107, and the ACL (group bits of the mode show its mask):
+        QEMU (107) makes its socket there with libvirt's umask 002, the ACL's
+        user connects to it, another user cannot even reach it."""
+        st = os.lstat(host_dir)
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (107, 107, 0o770))
+        wanted = ["user::rwx", f"user:{ACL_UID}:rwx", "group::r-x", "mask::rwx", "other::---"]
+        for acl in (posix1e.ACL(file=host_dir), posix1e.ACL(filedef=host_dir)):
+            self.assertEqual(acl.to_any_text(options=posix1e.TEXT_NUMERIC_IDS).decode().split(), wanted)
+        sock = os.path.join(host_dir, "vhost.sock")
+        qemu = subprocess.Popen(socket_as(107, 107, "bind", sock), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(qemu.stdout.readline().strip(), "OK")
+            ok = subprocess.run(socket_as(ACL_UID, ACL_UID, "connect", sock), capture_output=True, text=True)
+            self.assertEqual(ok.stdout.strip(), "OK", ok.stderr)
+            other = subprocess.run(socket_as(OTHER_UID, OTHER_UID, "connect", sock), capture_output=True,
+                                   text=True)
+            self.assertEqual(other.stdout.strip(), "EACCES", other.stderr)
+        finally:
+            qemu.stdin.close()
+            qemu.wait(10)
 
     def assert_sent_objects_valid(self):
         """Every body the plugin sent the API server fits the strict schema."""
@@ -205,6 +260,7 @@ class ClaimErrors(PluginTestCase):
     gRPC failure, and leave nothing behind."""
 
     tag = "err"
+    plugin_args = ("--socket-acl", f"u:{ACL_UID}")
 
     def nothing_on_disk(self):
         for d in (self.plugin.socket_root, self.plugin.cdi_root):
@@ -272,6 +328,9 @@ class ClaimErrors(PluginTestCase):
         answer = self.plugin.prepare(objs.ref(c))[c["metadata"]["uid"]]
         self.assertIn(f"xdpvhostd control socket {self.daemon.control_path}", answer.error)
         self.assertEqual(len(answer.devices), 0)
+        # The socket directory is made before the port is added, and stays.
+        (host_dir,) = [os.path.join(self.plugin.socket_root, d) for d in os.listdir(self.plugin.socket_root)]
+        self.check_socket_dir_access(host_dir)
         # The half-made claim is recorded, so unprepare can undo it; while the
         # daemon is away unprepare fails (the kubelet retries) and keeps the state.
         self.assertEqual(len(os.listdir(self.plugin.state_dir)), 1)
@@ -479,6 +538,7 @@ class GuestTraffic(PluginTestCase):
             f.write("#!/bin/sh\n"
                     "# chown the guest's workdir (console log, QMP socket) to QEMU's user, then drop root.\n"
                     f'chown -R 107:107 "{self.dir}/guest"\n'
+                    "umask 002  # libvirt starts QEMU with umask 002\n"
                     'exec setpriv --reuid=107 --regid=107 --clear-groups qemu-system-x86_64 "$@"\n')
         os.chmod(wrapper, 0o755)
         os.environ["XV_QEMU"] = wrapper
