@@ -11,7 +11,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 GROUP, VERSION = "resource.k8s.io", "v1"
-TIMEOUT = 15  # seconds per request
+TIMEOUT = 10  # seconds per request (the kubelet gives a prepare call 45)
 
 log = logging.getLogger("xdpvhost-dra.api")
 

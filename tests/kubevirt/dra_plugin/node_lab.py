@@ -87,9 +87,18 @@ class Network:
         netns.delete(self.node)
 
 
-def start_daemon(workdir, net, uplinks=(("up0", NODE_IF),)):
+def daemon_config_keys():
+    proto = os.environ.get("XDPVHOST_PROTO") or os.path.join(ROOT, "proto")
+    with open(os.path.join(proto, "config.schema.json")) as f:
+        return set(json.load(f).get("properties", {}))
+
+
+def start_daemon(workdir, net, socket_root, uplinks=(("up0", NODE_IF),)):
     config = {"uplinks": [{"name": n, "interface": i, "bind": "copy"} for n, i in uplinks],
               "metrics": {"listen": ""}}
+    if "socket_dirs" in daemon_config_keys():
+        # Port sockets only under the plugin's --socket-root (kubevirt/README.md).
+        config["socket_dirs"] = [socket_root]
     bpf = os.environ.get("XDPVHOST_BPF_OBJECT")
     if bpf:
         config["bpf_object"] = bpf

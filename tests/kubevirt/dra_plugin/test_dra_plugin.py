@@ -97,7 +97,8 @@ class PluginTestCase(unittest.TestCase):
         self.dir = lab.make_workdir(self.tag)
         if not os.environ.get("XVDRA_KEEP"):  # XVDRA_KEEP=1 leaves it for a look
             self.addCleanup(shutil.rmtree, self.dir, True)
-        self.daemon = lab.start_daemon(os.path.join(self.dir, "daemon"), self.net)
+        self.daemon = lab.start_daemon(os.path.join(self.dir, "daemon"), self.net,
+                                       socket_root=os.path.join(self.dir, "sockets"))
         self.addCleanup(self.daemon.kill)
         self.api = RecordedApiServer(netns=self.net.node).start()
         self.addCleanup(self.api.stop)
