@@ -102,7 +102,14 @@ def start_daemon(workdir, net, socket_root, uplinks=(("up0", NODE_IF),)):
     bpf = os.environ.get("XDPVHOST_BPF_OBJECT")
     if bpf:
         config["bpf_object"] = bpf
-    d = Daemon(workdir, config, binary=daemon_binary(), netns=net.node)
+    # SIGKILL for the daemon when the test process dies, however it dies (a
+    # ctest timeout): setpriv sets PR_SET_PDEATHSIG and execs it (same pid).
+    os.makedirs(workdir, exist_ok=True)
+    wrapper = os.path.join(workdir, "xdpvhostd-dies-with-test")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nexec setpriv --pdeathsig KILL {daemon_binary()} "$@"\n')
+    os.chmod(wrapper, 0o755)
+    d = Daemon(workdir, config, binary=wrapper, netns=net.node)
     d.start()
     wait_until(lambda: all(q["bind_mode"] == "copy" for u in d.call("uplink.list") for q in u["queues"]),
                timeout=20, what="uplink queues bound")
