@@ -2,7 +2,7 @@
 
 #include "config.hpp"
 
-#include "json_nesting.hpp"
+#include "json_schema/json_nesting.hpp"
 
 #include <sys/un.h>
 

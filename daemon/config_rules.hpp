@@ -8,7 +8,7 @@
 
 #include "config.hpp"
 #include "config_result.hpp"
-#include "json_schema.hpp"
+#include "json_schema/json_schema.hpp"
 
 namespace xdpvhost::daemon::config_rules {
 

@@ -1,6 +1,6 @@
 #include "rpc_dispatcher.hpp"
 
-#include "json_nesting.hpp"
+#include "json_schema/json_nesting.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_schema.hpp"
+#include "json_schema/json_schema.hpp"
 #include "proto_files.hpp"
 
 namespace xdpvhost::daemon {

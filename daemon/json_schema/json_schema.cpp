@@ -1,6 +1,6 @@
 // Compiles JSON Schema documents into Schema nodes and links their $refs.
 
-#include "json_schema.hpp"
+#include "json_schema/json_schema.hpp"
 
 #include <map>
 #include <memory>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "json_schema_node.hpp"
+#include "json_schema/schema_node.hpp"
 
 namespace xdpvhost::daemon {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The compiled form of one JSON Schema object, shared by the compiler
-// (json_schema.cpp) and the validator (json_schema_validate.cpp). Not part of
-// the public API: users hold `const Schema*` from SchemaSet::find().
+// (json_schema.cpp) and the validator (validator.cpp). Not part of the
+// public API: users hold `const Schema*` from SchemaSet::find().
 
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +24,7 @@
 #pragma GCC diagnostic pop
 #endif
 
-#include "json_schema.hpp"
+#include "json_schema/json_schema.hpp"
 
 namespace xdpvhost::daemon {
 

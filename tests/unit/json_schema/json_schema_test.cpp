@@ -2,7 +2,7 @@
 // implement, every keyword (through schema_cases.json, which the reference
 // implementation also judges), error paths and limits.
 
-#include "json_schema.hpp"
+#include "json_schema/json_schema.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "json_schema.hpp"
-#include "json_schema_node.hpp"
+#include "json_schema/json_schema.hpp"
+#include "json_schema/schema_node.hpp"
 
 namespace xdpvhost::daemon {
 
