@@ -1,7 +1,8 @@
 #pragma once
-// The compiled form of one JSON Schema object, shared by the compiler
-// (json_schema.cpp) and the validator (validator.cpp). Not part of the
-// public API: users hold `const Schema*` from SchemaSet::find().
+// The compiled form of one JSON Schema object, written by the compiler
+// (schema_compiler.cpp, keyword_table.cpp) and read by the validator
+// (validator.cpp). Not part of the public API: users hold `const Schema*`
+// from SchemaSet::find().
 
 #include <cstddef>
 #include <cstdint>
