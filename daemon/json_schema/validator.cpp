@@ -133,6 +133,16 @@ std::string json_quoted(const std::string& s) {
   return render(json(s));
 }
 
+// How messages name alternative `index` of a oneOf/anyOf: its title, else
+// "#1", "#2", ... (appended, not "#" + ...: GCC 12 -O3 sees a false
+// -Wrestrict in the inlined concatenation).
+std::string alternative_name(const Schema& branch, std::size_t index) {
+  if (!branch.title.empty()) return branch.title;
+  std::string name = "#";
+  name += std::to_string(index + 1);
+  return name;
+}
+
 class Validator {
  public:
   Validator(std::string root, std::size_t max_errors) : path_(std::move(root)), max_(max_errors) {}
@@ -354,7 +364,7 @@ bool Validator::report_no_match(const std::vector<const Schema*>& branches,
   for (std::size_t n = 0; n < closest.size(); ++n) {
     std::size_t i = closest[n];
     out += n == 0 ? " (" : " | ";
-    out += branches[i]->title.empty() ? "#" + std::to_string(i + 1) : branches[i]->title;
+    out += alternative_name(*branches[i], i);
     out += ": ";
     const auto& errs = results[i];
     for (std::size_t k = 0; k < errs.size() && k < kShownBranchErrors; ++k) {
@@ -390,10 +400,8 @@ bool Validator::eval_alternatives(const Schema& s, const json& v, int depth) {
     if (matched.empty()) {
       ok = report_no_match(s.one_of, results);
     } else if (matched.size() > 1) {
-      auto label = [&](std::size_t i) {
-        return s.one_of[i]->title.empty() ? "#" + std::to_string(i + 1) : s.one_of[i]->title;
-      };
-      ok = report("matches alternatives " + label(matched[0]) + " and " + label(matched[1]) +
+      ok = report("matches alternatives " + alternative_name(*s.one_of[matched[0]], matched[0]) +
+                  " and " + alternative_name(*s.one_of[matched[1]], matched[1]) +
                   ", exactly one is allowed");
     }
   }
