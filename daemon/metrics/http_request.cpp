@@ -1,32 +1,22 @@
 #include "http_request.hpp"
 
 #include <algorithm>
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 
 namespace xdpvhost::daemon::metrics {
 
 namespace {
 
-bool is_tchar(char c) {
-  if (std::isalnum(static_cast<unsigned char>(c))) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool is_token(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar);
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
 
 HttpParse bad(int status, std::string why) {
   HttpParse p;
@@ -36,47 +26,52 @@ HttpParse bad(int status, std::string why) {
   return p;
 }
 
-bool parse_request_line(std::string_view line, HttpRequest& r, HttpParse& error) {
-  const std::size_t sp1 = line.find(' ');
-  const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
-    error = bad(400, "malformed request line");
-    return false;
-  }
-  const std::string_view method = line.substr(0, sp1);
-  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const std::string_view version = line.substr(sp2 + 1);
-  if (!is_token(method)) {
-    error = bad(400, "malformed method");
-    return false;
-  }
-  if (target.empty() ||
-      !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
-    error = bad(400, "malformed request target");
-    return false;
-  }
-  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || version[6] != '.' ||
-      !std::isdigit(static_cast<unsigned char>(version[5])) ||
-      !std::isdigit(static_cast<unsigned char>(version[7]))) {
-    error = bad(400, "malformed HTTP version");
-    return false;
-  }
-  if (version[5] != '1') {
-    error = bad(505, "only HTTP/1.x is supported");
-    return false;
-  }
-  r.method = std::string(method);
-  r.target = std::string(target);
-  r.minor_version = version[7] - '0';
+std::string to_string(beast::string_view s) {
+  return std::string(s.data(), s.size());
+}
+
+std::string lower(beast::string_view s) {
+  std::string out = to_string(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Beast reads HTTP/1.0 and HTTP/1.1 only. A request line that ends in a
+// well-formed version of another major ("GET / HTTP/2.0") is answered 505,
+// as RFC 9110 (15.6.6) has it, not 400.
+bool other_major_version(std::string_view head) {
+  const std::string_view line = head.substr(0, head.find("\r\n"));
+  constexpr std::string_view kPrefix = " HTTP/";
+  if (line.size() < kPrefix.size() + 3) return false;
+  const std::string_view version = line.substr(line.size() - kPrefix.size() - 3);
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  return version.substr(0, kPrefix.size()) == kPrefix && digit(version[6]) && version[7] == '.' &&
+         digit(version[8]) && version[6] != '1';
+}
+
+// The origin-form path of a request target: "/metrics" for "/metrics?x=1"
+// and for "http://h:9477/metrics".
+std::string target_path(std::string_view target) {
   std::string_view path = target;
   if (const std::size_t scheme = path.find("://");
-      path.front() != '/' && scheme != std::string_view::npos) {
+      !path.empty() && path.front() != '/' && scheme != std::string_view::npos) {
     const std::size_t slash = path.find('/', scheme + 3);
     path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
   }
-  path = path.substr(0, std::min(path.find('?'), path.find('#')));
-  r.path = std::string(path);
-  return true;
+  return std::string(path.substr(0, std::min(path.find('?'), path.find('#'))));
+}
+
+// Connection: close wins; HTTP/1.0 stays open only with keep-alive.
+bool keeps_alive(const http::request<http::empty_body>& m) {
+  bool close = false, keep_alive = false;
+  const auto [first, last] = m.equal_range(http::field::connection);
+  for (auto field = first; field != last; ++field) {
+    for (const auto& token : http::token_list(field->value())) {
+      close = close || beast::iequals(token, "close");
+      keep_alive = keep_alive || beast::iequals(token, "keep-alive");
+    }
+  }
+  return !close && (m.version() >= 11 || keep_alive);
 }
 
 }  // namespace
@@ -84,73 +79,45 @@ bool parse_request_line(std::string_view line, HttpRequest& r, HttpParse& error)
 HttpParse parse_http_request(std::string_view buffer, std::size_t max_head_bytes,
                              HttpRequest& request) {
   request = HttpRequest{};
-  std::size_t pos = 0;
   // Empty lines before a request line are ignored (RFC 9112, 2.2).
-  while (pos < buffer.size() && (buffer[pos] == '\r' || buffer[pos] == '\n')) ++pos;
-  bool first = true;
-  bool host = false;
-  std::string content_length;
-  for (;;) {
-    const std::size_t nl = buffer.find('\n', pos);
-    if (nl == std::string_view::npos || nl + 1 > max_head_bytes) {
-      if (buffer.size() > max_head_bytes) return bad(431, "request head too large");
-      return HttpParse{};
-    }
-    std::string_view line = buffer.substr(pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find('\r') != std::string_view::npos) return bad(400, "bare CR in request head");
-    pos = nl + 1;
-    if (first) {
-      HttpParse error;
-      if (!parse_request_line(line, request, error)) return error;
-      first = false;
-      continue;
-    }
-    if (line.empty()) break;
-    if (line.front() == ' ' || line.front() == '\t') return bad(400, "obsolete line folding");
-    const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
-      return bad(400, "malformed header field");
-    const std::string_view value = trim(line.substr(colon + 1));
-    if (std::any_of(value.begin(), value.end(), [](char c) {
-          return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f;
-        }))
-      return bad(400, "control character in a header field");
-    std::string name = lower(line.substr(0, colon));
-    if (name == "host") {
-      if (host) return bad(400, "more than one Host header");
-      host = true;
-    } else if (name == "content-length") {
-      if (value.empty() ||
-          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return bad(400, "malformed Content-Length");
-      if (!content_length.empty() && content_length != value)
-        return bad(400, "conflicting Content-Length headers");
-      content_length = std::string(value);
-    } else if (name == "transfer-encoding") {
-      return bad(501, "request bodies are not accepted");
-    }
-    request.headers.emplace_back(std::move(name), std::string(value));
+  const std::size_t skipped = std::min(buffer.find_first_not_of("\r\n"), buffer.size());
+  if (skipped >= max_head_bytes) return bad(431, "request head too large");
+  const std::string_view head = buffer.substr(skipped);
+
+  http::request_parser<http::empty_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(
+      std::min<std::size_t>(max_head_bytes - skipped, std::numeric_limits<std::uint32_t>::max())));
+  parser.body_limit(0);
+  beast::error_code ec;
+  const std::size_t used = parser.put(boost::asio::buffer(head.data(), head.size()), ec);
+  if (ec == http::error::need_more) {
+    if (buffer.size() > max_head_bytes) return bad(431, "request head too large");
+    return HttpParse{};
   }
-  if (request.minor_version >= 1 && !host) return bad(400, "HTTP/1.1 request without Host");
-  if (!content_length.empty() && content_length.find_first_not_of('0') != std::string::npos)
-    return bad(413, "request bodies are not accepted");
-  bool close = false, keep_alive = false;
-  for (const auto& [name, value] : request.headers) {
-    if (name != "connection") continue;
-    std::string_view rest = value;
-    while (!rest.empty()) {
-      const std::size_t comma = rest.find(',');
-      const std::string token = lower(trim(rest.substr(0, comma)));
-      close = close || token == "close";
-      keep_alive = keep_alive || token == "keep-alive";
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-  }
-  request.keep_alive = !close && (request.minor_version >= 1 || keep_alive);
+  if (ec == http::error::header_limit || (!ec && skipped + used > max_head_bytes))
+    return bad(431, "request head too large");
+  if (ec == http::error::body_limit) return bad(413, "request bodies are not accepted");
+  if (ec == http::error::bad_version && other_major_version(head))
+    return bad(505, "only HTTP/1.x is supported");
+  if (ec) return bad(400, "malformed request: " + ec.message());
+
+  const auto& m = parser.get();
+  if (m.count(http::field::transfer_encoding) > 0)
+    return bad(501, "request bodies are not accepted");
+  const std::size_t hosts = m.count(http::field::host);
+  if (hosts > 1) return bad(400, "more than one Host header");
+  if (m.version() >= 11 && hosts == 0) return bad(400, "HTTP/1.1 request without Host");
+
+  request.method = to_string(m.method_string());
+  request.target = to_string(m.target());
+  request.path = target_path(request.target);
+  request.minor_version = m.version() % 10;
+  for (const auto& field : m)
+    request.headers.emplace_back(lower(field.name_string()), to_string(field.value()));
+  request.keep_alive = keeps_alive(m);
   HttpParse done;
   done.status = HttpParse::Status::kComplete;
-  done.consumed = pos;
+  done.consumed = skipped + used;
   return done;
 }
 

@@ -4,7 +4,9 @@
 
 #include <array>
 #include <boost/asio/ip/v6_only.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 
 namespace xdpvhost::daemon::metrics {
 
@@ -12,33 +14,9 @@ using boost::asio::ip::tcp;
 
 namespace {
 
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Content Too Large";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
-  }
-  return "Unknown";
-}
+namespace http = boost::beast::http;
+
+using Response = http::response<http::string_body>;
 
 HttpResponse error_response(int status, const std::string& why) {
   HttpResponse r;
@@ -47,19 +25,20 @@ HttpResponse error_response(int status, const std::string& why) {
   return r;
 }
 
-}  // namespace
-
-std::string http_response_head(const HttpResponse& response, bool keep_alive) {
-  std::string head =
-      "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
-  head += "Content-Type: " + response.content_type + "\r\n";
-  head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
-  for (const auto& [name, value] : response.headers)
-    head.append(name).append(": ").append(value).append("\r\n");
-  head += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
-  head += "\r\n";
-  return head;
+// `response` as Beast writes it: status line (Beast's reason phrase),
+// Content-Type, Content-Length, the extra fields, Connection. For HEAD the
+// body is left out and its length kept.
+Response to_message(HttpResponse response, bool keep_alive, bool head_only) {
+  Response m{static_cast<http::status>(response.status), 11};
+  m.set(http::field::content_type, response.content_type);
+  m.content_length(response.body.size());
+  for (const auto& [name, value] : response.headers) m.insert(name, value);
+  m.set(http::field::connection, keep_alive ? "keep-alive" : "close");
+  if (!head_only) m.body() = std::move(response.body);
+  return m;
 }
+
+}  // namespace
 
 class HttpServer::Session : public std::enable_shared_from_this<Session> {
  public:
@@ -135,24 +114,20 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   }
 
   void respond(HttpResponse response, bool keep_alive, bool head_only) {
-    head_ = http_response_head(response, keep_alive);
-    body_ = head_only ? std::string() : std::move(response.body);
+    response_ = to_message(std::move(response), keep_alive, head_only);
     timer_.expires_after(server_.options_.request_timeout);
     auto self = shared_from_this();
-    std::array<boost::asio::const_buffer, 2> buffers{boost::asio::buffer(head_),
-                                                     boost::asio::buffer(body_)};
-    boost::asio::async_write(
-        socket_, buffers,
-        [this, self, keep_alive](const boost::system::error_code& ec, std::size_t) {
-          if (closed_) return;
-          if (ec || !keep_alive) {
-            server_.close(self);
-            return;
-          }
-          timer_.expires_after(buffer_.empty() ? server_.options_.idle_timeout
-                                               : server_.options_.request_timeout);
-          next();
-        });
+    http::async_write(socket_, response_,
+                      [this, self, keep_alive](const boost::system::error_code& ec, std::size_t) {
+                        if (closed_) return;
+                        if (ec || !keep_alive) {
+                          server_.close(self);
+                          return;
+                        }
+                        timer_.expires_after(buffer_.empty() ? server_.options_.idle_timeout
+                                                             : server_.options_.request_timeout);
+                        next();
+                      });
   }
 
   HttpServer& server_;
@@ -160,7 +135,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   boost::asio::steady_timer timer_;
   std::array<char, 4096> chunk_{};
   std::string buffer_;
-  std::string head_, body_;
+  Response response_;  // being written
   bool closed_ = false;
 };
 
@@ -221,12 +196,11 @@ void HttpServer::accept() {
     if (!ec) {
       if (sessions_.size() >= options_.max_connections) {
         // Best effort, never blocking: the client learns why and is closed.
-        static const std::string busy =
-            http_response_head(error_response(503, "too many connections"), false) +
-            "too many connections\n";
+        static const Response busy =
+            to_message(error_response(503, "too many connections"), false, false);
         boost::system::error_code ignored;
         socket.non_blocking(true, ignored);
-        socket.send(boost::asio::buffer(busy), 0, ignored);
+        http::write(socket, busy, ignored);
         socket.close(ignored);
       } else {
         auto session = std::make_shared<Session>(*this, std::move(socket));

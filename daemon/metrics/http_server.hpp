@@ -1,9 +1,12 @@
 #pragma once
 // A small HTTP/1.1 server on the control thread's io_context, enough for a
 // Prometheus scrape and a readiness probe: GET and HEAD, no request bodies,
-// keep-alive and pipelined requests answered in order. Every connection is
-// served asynchronously on its own, so a slow or stalled client delays
-// nobody else; it is closed when its request head is not complete within
+// keep-alive and pipelined requests answered in order. Requests are parsed
+// by Boost.Beast's request_parser (http_request.hpp), responses written by
+// Beast's serializer; the sockets, timers and connection limit are our own,
+// on the one io_context (no threads). Every connection is served
+// asynchronously on its own, so a slow or stalled client delays nobody else;
+// it is closed when its request head is not complete within
 // request_timeout, when it stays idle between requests for idle_timeout,
 // or when a reply cannot be written within request_timeout. Request heads
 // are limited to max_head_bytes (431), connections to max_connections (503).
@@ -30,9 +33,6 @@ struct HttpResponse {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra header fields
 };
-
-// "HTTP/1.1 200 OK\r\n...\r\n\r\n" for `response` (body not included).
-std::string http_response_head(const HttpResponse& response, bool keep_alive);
 
 class HttpServer {
  public:

@@ -36,10 +36,12 @@ TEST(HttpRequest, IncompleteUntilTheEmptyLine) {
   EXPECT_EQ(parse(text, r).status, Status::kComplete);
 }
 
-TEST(HttpRequest, QueryAbsoluteFormLeadingEmptyLinesBareLf) {
+TEST(HttpRequest, QueryAbsoluteFormLeadingEmptyLines) {
   HttpRequest r;
-  auto p = parse("\r\n\nGET http://h:9477/metrics?x=1 HTTP/1.1\nHost: h\n\n", r);
+  const std::string text = "\r\n\nGET http://h:9477/metrics?x=1 HTTP/1.1\r\nHost: h\r\n\r\n";
+  auto p = parse(text, r);
   ASSERT_EQ(p.status, Status::kComplete) << p.error;
+  EXPECT_EQ(p.consumed, text.size());
   EXPECT_EQ(r.path, "/metrics");
   EXPECT_EQ(r.target, "http://h:9477/metrics?x=1");
   HttpRequest q;
@@ -62,6 +64,15 @@ TEST(HttpRequest, KeepAliveRules) {
   ASSERT_EQ(parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\n\r\n", r).status,
             Status::kComplete);
   EXPECT_TRUE(r.keep_alive);
+}
+
+// RFC 9112 (5.2) lets a server either refuse obsolete line folding or
+// replace it with a space; Beast does the latter.
+TEST(HttpRequest, FoldedFieldLineIsJoined) {
+  HttpRequest r;
+  ASSERT_EQ(parse("GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", r).status, Status::kComplete);
+  ASSERT_EQ(r.headers.size(), 2u);
+  EXPECT_EQ(r.headers[1].second, "a b");
 }
 
 TEST(HttpRequest, ZeroContentLengthIsFine) {
@@ -89,8 +100,8 @@ TEST(HttpRequest, Refusals) {
       {"GET /metrics HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
       {"GET /metrics HTTP/1.1\r\nHost: h\r\nBad Header: x\r\n\r\n", 400},
       {"GET /metrics HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n", 400},
-      {"GET /metrics HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n", 400},
       {"GET /metrics HTTP/1.1\r\nHost: h\rX\r\n\r\n", 400},
+      {"GET /metrics HTTP/1.1\nHost: h\n\n", 400},  // bare LF line ends
       {"GET /metrics HTTP/1.1\r\nHost: h\r\nX: a\x01\r\n\r\n", 400},
       {"GET /metrics HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello", 413},
       {"GET /metrics HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400},
