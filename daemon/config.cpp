@@ -4,22 +4,18 @@
 
 #include "json_schema/json_nesting.hpp"
 
-#include <sys/un.h>
-
 #include <cstdio>
 #include <string>
 
 #include "config_rules.hpp"
 #include "schema_registry.hpp"
+#include "sys/unix_socket_path.hpp"
 
 namespace xdpvhost::daemon {
 
 using nlohmann::json;
 
 namespace {
-
-// sun_path holds the path and its terminating NUL.
-constexpr std::size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
 
 std::uint32_t u32(const json& j) {
   return j.get<std::uint32_t>();
@@ -31,6 +27,13 @@ std::optional<std::uint32_t> opt_u32(const json& obj, const char* key) {
   return u32(*it);
 }
 
+// Thread indexes: the schema bounds them far below 2^16.
+std::optional<std::uint16_t> opt_u16(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return std::nullopt;
+  return it->get<std::uint16_t>();
+}
+
 std::optional<std::string> opt_string(const json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end()) return std::nullopt;
@@ -39,16 +42,16 @@ std::optional<std::string> opt_string(const json& obj, const char* key) {
 
 // The from_json functions trust that `j` validated against its schema.
 
-PortTunables port_tunables_from_json(const json& j) {
-  PortTunables t;
+dataplane::PortTunableOverrides port_tunables_from_json(const json& j) {
+  dataplane::PortTunableOverrides t;
   t.signal_batch = opt_u32(j, "signal_batch");
   t.rx_burst = opt_u32(j, "rx_burst");
   t.tx_burst = opt_u32(j, "tx_burst");
   return t;
 }
 
-UplinkTunables uplink_tunables_from_json(const json& j) {
-  UplinkTunables t;
+dataplane::UplinkTunableOverrides uplink_tunables_from_json(const json& j) {
+  dataplane::UplinkTunableOverrides t;
   t.tx_inflight_max = opt_u32(j, "tx_inflight_max");
   if (auto it = j.find("napi_busy_poll"); it != j.end()) t.napi_busy_poll = it->get<bool>();
   t.busy_poll_budget = opt_u32(j, "busy_poll_budget");
@@ -71,13 +74,12 @@ PortConfig port_from_json(const json& j) {
   PortConfig p;
   p.name = j.at("name").get<std::string>();
   p.socket = j.at("socket").get<std::string>();
-  p.mode =
-      j.value("mode", std::string("server")) == "client" ? PortMode::kClient : PortMode::kServer;
-  p.mac = parse_mac(j.at("mac").get<std::string>()).value_or(MacBytes{});
+  if (auto mode = opt_string(j, "mode")) p.mode = vhost::parse_socket_mode(*mode).value_or(p.mode);
+  p.mac = net::MacAddress::parse(j.at("mac").get<std::string>()).value_or(net::MacAddress{});
   p.uplink = opt_string(j, "uplink");
-  p.queues = opt_u32(j, "queues").value_or(p.queues);
+  p.queue_pairs = opt_u32(j, "queues").value_or(p.queue_pairs);
   p.mtu = opt_u32(j, "mtu").value_or(p.mtu);
-  p.thread = opt_u32(j, "thread");
+  p.thread = opt_u16(j, "thread");
   if (auto it = j.find("tunables"); it != j.end()) p.tunables = port_tunables_from_json(*it);
   return p;
 }
@@ -90,13 +92,10 @@ UplinkConfig uplink_from_json(const json& j) {
     u.queues.clear();
     for (const auto& q : *it) u.queues.push_back(u32(q));
   }
-  std::string bind = j.value("bind", std::string("auto"));
-  u.bind = bind == "zerocopy" ? BindMode::kZerocopy
-           : bind == "copy"   ? BindMode::kCopy
-                              : BindMode::kAuto;
+  if (auto bind = opt_string(j, "bind")) u.bind = xsk::parse_bind_mode(*bind).value_or(u.bind);
   u.frame_size = opt_u32(j, "frame_size").value_or(u.frame_size);
   u.ring_size = opt_u32(j, "ring_size").value_or(u.ring_size);
-  u.thread = opt_u32(j, "thread");
+  u.thread = opt_u16(j, "thread");
   if (auto it = j.find("tunables"); it != j.end()) u.tunables = uplink_tunables_from_json(*it);
   return u;
 }
@@ -151,47 +150,6 @@ std::string check_listen(const std::string& listen) {
 
 }  // namespace
 
-std::string format_mac(const MacBytes& mac) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
-                mac[4], mac[5]);
-  return buf;
-}
-
-std::optional<MacBytes> parse_mac(std::string_view text) {
-  if (text.size() != 17) return std::nullopt;
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  MacBytes mac{};
-  for (std::size_t i = 0; i < 6; ++i) {
-    int hi = hex(text[3 * i]);
-    int lo = hex(text[3 * i + 1]);
-    if (hi < 0 || lo < 0 || (i < 5 && text[3 * i + 2] != ':')) return std::nullopt;
-    mac[i] = static_cast<std::uint8_t>(hi << 4 | lo);
-  }
-  return mac;
-}
-
-std::string_view to_string(PortMode mode) {
-  return mode == PortMode::kClient ? "client" : "server";
-}
-
-std::string_view to_string(BindMode mode) {
-  switch (mode) {
-    case BindMode::kZerocopy:
-      return "zerocopy";
-    case BindMode::kCopy:
-      return "copy";
-    case BindMode::kAuto:
-      break;
-  }
-  return "auto";
-}
-
 std::string_view to_string(LogLevel level) {
   switch (level) {
     case LogLevel::kTrace:
@@ -218,22 +176,6 @@ std::optional<LogLevel> parse_log_level(std::string_view text) {
   return std::nullopt;
 }
 
-Tunables resolve(const Tunables& global, const PortTunables& o) {
-  Tunables t = global;
-  t.signal_batch = o.signal_batch.value_or(t.signal_batch);
-  t.rx_burst = o.rx_burst.value_or(t.rx_burst);
-  t.tx_burst = o.tx_burst.value_or(t.tx_burst);
-  return t;
-}
-
-Tunables resolve(const Tunables& global, const UplinkTunables& o) {
-  Tunables t = global;
-  t.tx_inflight_max = o.tx_inflight_max.value_or(t.tx_inflight_max);
-  t.napi_busy_poll = o.napi_busy_poll.value_or(t.napi_busy_poll);
-  t.busy_poll_budget = o.busy_poll_budget.value_or(t.busy_poll_budget);
-  return t;
-}
-
 const PortConfig* Config::find_port(std::string_view name) const {
   for (const auto& p : ports) {
     if (p.name == name) return &p;
@@ -251,10 +193,10 @@ const UplinkConfig* Config::find_uplink(std::string_view name) const {
 std::string check_socket_path(std::string_view path) {
   if (path.empty()) return "is empty";
   if (path.find('\0') != std::string_view::npos) return "holds a NUL byte";
-  if (path.size() > kMaxSocketPath) {
+  if (path.size() > sys::kMaxUnixSocketPath) {
     return "is " + std::to_string(path.size()) +
            " bytes long, a unix socket path (sun_path) holds at most " +
-           std::to_string(kMaxSocketPath);
+           std::to_string(sys::kMaxUnixSocketPath);
   }
   return "";
 }

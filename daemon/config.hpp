@@ -17,84 +17,21 @@
 #include <nlohmann/json.hpp>
 
 #include "config_result.hpp"
+#include "controller/port_config.hpp"
+#include "controller/uplink_config.hpp"
+#include "dataplane/tunables.hpp"
 
 namespace xdpvhost::daemon {
 
-using MacBytes = std::array<std::uint8_t, 6>;
+using PortConfig = controller::PortConfig;
+using UplinkConfig = controller::UplinkConfig;
+using Tunables = dataplane::Tunables;
 
-// "52:54:00:00:00:01" (lower case).
-std::string format_mac(const MacBytes& mac);
-// Six colon-separated hex octets, either case; nullopt otherwise.
-std::optional<MacBytes> parse_mac(std::string_view text);
-
-enum class PortMode : std::uint8_t { kServer, kClient };
-enum class BindMode : std::uint8_t { kAuto, kZerocopy, kCopy };
 enum class LogLevel : std::uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
-// The schema's spelling: "server", "zerocopy", "warn", ...
-std::string_view to_string(PortMode mode);
-std::string_view to_string(BindMode mode);
+// The schema's spelling: "warn", ...
 std::string_view to_string(LogLevel level);
 std::optional<LogLevel> parse_log_level(std::string_view text);
-
-// Global tunables, every value resolved (schema defaults applied).
-struct Tunables {
-  std::uint32_t busy_poll_us = 50;
-  std::uint32_t signal_batch = 32;
-  std::uint32_t rx_burst = 64;
-  std::uint32_t tx_burst = 64;
-  std::uint32_t tx_inflight_max = 1024;
-  bool napi_busy_poll = false;
-  std::uint32_t busy_poll_budget = 64;
-  bool operator==(const Tunables&) const = default;
-};
-
-// Per-port overrides; an empty member means "the global value".
-struct PortTunables {
-  std::optional<std::uint32_t> signal_batch;
-  std::optional<std::uint32_t> rx_burst;
-  std::optional<std::uint32_t> tx_burst;
-  bool empty() const { return !signal_batch && !rx_burst && !tx_burst; }
-  bool operator==(const PortTunables&) const = default;
-};
-
-// Per-uplink overrides; an empty member means "the global value".
-struct UplinkTunables {
-  std::optional<std::uint32_t> tx_inflight_max;
-  std::optional<bool> napi_busy_poll;
-  std::optional<std::uint32_t> busy_poll_budget;
-  bool empty() const { return !tx_inflight_max && !napi_busy_poll && !busy_poll_budget; }
-  bool operator==(const UplinkTunables&) const = default;
-};
-
-// The global values with the overrides applied.
-Tunables resolve(const Tunables& global, const PortTunables& overrides);
-Tunables resolve(const Tunables& global, const UplinkTunables& overrides);
-
-struct PortConfig {
-  std::string name;
-  std::string socket;
-  PortMode mode = PortMode::kServer;
-  MacBytes mac{};
-  std::optional<std::string> uplink;
-  std::uint32_t queues = 1;  // queue pairs
-  std::uint32_t mtu = 1500;
-  std::optional<std::uint32_t> thread;
-  PortTunables tunables;
-  bool operator==(const PortConfig&) const = default;
-};
-
-struct UplinkConfig {
-  std::string name;
-  std::string interface;
-  std::vector<std::uint32_t> queues{0};
-  BindMode bind = BindMode::kAuto;
-  std::uint32_t frame_size = 2048;
-  std::uint32_t ring_size = 2048;  // RX/TX/completion; the fill ring is twice this
-  std::optional<std::uint32_t> thread;
-  UplinkTunables tunables;
-  bool operator==(const UplinkConfig&) const = default;
-};
 
 struct ThreadsConfig {
   std::uint32_t count = 1;
@@ -166,8 +103,8 @@ nlohmann::json to_json(const Config& config);
 nlohmann::json to_json(const PortConfig& port);
 nlohmann::json to_json(const UplinkConfig& uplink);
 nlohmann::json to_json(const Tunables& tunables);
-nlohmann::json to_json(const PortTunables& overrides);    // only the members set
-nlohmann::json to_json(const UplinkTunables& overrides);  // only the members set
+nlohmann::json to_json(const dataplane::PortTunableOverrides& overrides);    // only those set
+nlohmann::json to_json(const dataplane::UplinkTunableOverrides& overrides);  // only those set
 
 // Writes to_json(config) to `path` atomically (temporary file in the same
 // directory, fsync, rename, fsync of the directory). Returns "" or the

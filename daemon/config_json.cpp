@@ -18,7 +18,7 @@ json to_json(const Tunables& t) {
               {"busy_poll_budget", t.busy_poll_budget}};
 }
 
-json to_json(const PortTunables& t) {
+json to_json(const dataplane::PortTunableOverrides& t) {
   json j = json::object();
   if (t.signal_batch) j["signal_batch"] = *t.signal_batch;
   if (t.rx_burst) j["rx_burst"] = *t.rx_burst;
@@ -26,7 +26,7 @@ json to_json(const PortTunables& t) {
   return j;
 }
 
-json to_json(const UplinkTunables& t) {
+json to_json(const dataplane::UplinkTunableOverrides& t) {
   json j = json::object();
   if (t.tx_inflight_max) j["tx_inflight_max"] = *t.tx_inflight_max;
   if (t.napi_busy_poll) j["napi_busy_poll"] = *t.napi_busy_poll;
@@ -35,8 +35,8 @@ json to_json(const UplinkTunables& t) {
 }
 
 json to_json(const PortConfig& p) {
-  json j{{"name", p.name},           {"socket", p.socket}, {"mode", to_string(p.mode)},
-         {"mac", format_mac(p.mac)}, {"queues", p.queues}, {"mtu", p.mtu}};
+  json j{{"name", p.name},           {"socket", p.socket},      {"mode", vhost::to_string(p.mode)},
+         {"mac", p.mac.to_string()}, {"queues", p.queue_pairs}, {"mtu", p.mtu}};
   if (p.uplink) j["uplink"] = *p.uplink;
   if (p.thread) j["thread"] = *p.thread;
   if (!p.tunables.empty()) j["tunables"] = to_json(p.tunables);
@@ -47,7 +47,7 @@ json to_json(const UplinkConfig& u) {
   json j{{"name", u.name},
          {"interface", u.interface},
          {"queues", u.queues},
-         {"bind", to_string(u.bind)},
+         {"bind", xsk::to_string(u.bind)},
          {"frame_size", u.frame_size},
          {"ring_size", u.ring_size}};
   if (u.thread) j["thread"] = *u.thread;

@@ -2,13 +2,14 @@
 
 #include <string>
 
+#include "net/ethernet.hpp"
+#include "xsk/frame_room.hpp"
+
 namespace xdpvhost::daemon::config_rules {
 
 namespace {
 
 constexpr std::size_t kShownErrors = 3;
-constexpr std::uint32_t kXdpHeadroom = 256;    // XDP_PACKET_HEADROOM, before every AF_XDP frame
-constexpr std::uint32_t kL2Overhead = 14 + 4;  // Ethernet header + one VLAN tag
 
 std::string json_quoted(std::string_view s) {
   return nlohmann::json(std::string(s))
@@ -71,14 +72,14 @@ ConfigError field_error(ConfigErrorKind kind, std::string_view where, std::strin
 }
 
 std::optional<ConfigError> check_port_fields(const PortConfig& port, std::string_view where) {
-  if (port.mac[0] & 1) {
+  if (port.mac.is_multicast()) {
     return field_error(
         ConfigErrorKind::kInvalid, where, "mac",
-        format_mac(port.mac) + (port.mac == MacBytes{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+        port.mac.to_string() + (port.mac.key() == 0xffffffffffff
                                     ? " is the broadcast address, a port needs a unicast MAC"
                                     : " is a multicast address, a port needs a unicast MAC"));
   }
-  if (port.mac == MacBytes{}) {
+  if (port.mac.is_zero()) {
     return field_error(ConfigErrorKind::kInvalid, where, "mac",
                        "00:00:00:00:00:00 is not a valid port MAC");
   }
@@ -96,7 +97,7 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
     if (other.mac == port.mac) {
       return field_error(
           ConfigErrorKind::kMacInUse, where, "mac",
-          format_mac(port.mac) + " is already the MAC of port " + json_quoted(other.name));
+          port.mac.to_string() + " is already the MAC of port " + json_quoted(other.name));
     }
     if (other.socket == port.socket) {
       return field_error(
@@ -115,14 +116,15 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
                          "there is no uplink " + json_quoted(*port.uplink));
     }
     // A frame must fit one UMEM frame after the kernel's XDP headroom.
-    const std::uint32_t room = uplink->frame_size - kXdpHeadroom;
-    if (port.mtu + kL2Overhead > room) {
-      return field_error(
-          ConfigErrorKind::kInvalid, where, "mtu",
-          std::to_string(port.mtu) + " needs frames of " + std::to_string(port.mtu + kL2Overhead) +
-              " bytes; uplink " + json_quoted(uplink->name) + " (frame_size " +
-              std::to_string(uplink->frame_size) + ") holds at most " + std::to_string(room) +
-              (uplink->frame_size < 4096 ? " (use frame_size 4096)" : ""));
+    const std::uint32_t room = xsk::rx_frame_room(uplink->frame_size);
+    const std::uint32_t frame = net::max_frame_for_mtu(port.mtu);
+    if (frame > room) {
+      return field_error(ConfigErrorKind::kInvalid, where, "mtu",
+                         std::to_string(port.mtu) + " needs frames of " + std::to_string(frame) +
+                             " bytes; uplink " + json_quoted(uplink->name) + " (frame_size " +
+                             std::to_string(uplink->frame_size) + ") holds at most " +
+                             std::to_string(room) +
+                             (uplink->frame_size < 4096 ? " (use frame_size 4096)" : ""));
     }
   }
   return check_thread(config, port.thread, where);

@@ -150,7 +150,7 @@ RpcResult ControlApi::uplink_remove(const json& params) {
 }
 
 UplinkStatsSnapshot ControlApi::uplink_stats_since_reset(
-    const std::string& name, const dataplane::UplinkController& uplink) const {
+    const std::string& name, const controller::UplinkController& uplink) const {
   auto now = UplinkStatsSnapshot::of(uplink);
   auto it = uplink_baselines_.find(name);
   if (it == uplink_baselines_.end() || it->second.first != &uplink) return now;
@@ -197,7 +197,7 @@ RpcResult ControlApi::tunables_set(const json& params) {
 }
 
 PortStatsSnapshot ControlApi::port_stats_since_reset(
-    const std::string& name, const dataplane::GuestPortController& port) const {
+    const std::string& name, const controller::GuestPortController& port) const {
   auto now = PortStatsSnapshot::of(port.port().counters());
   auto it = port_baselines_.find(name);
   if (it == port_baselines_.end() || it->second.first != port.port().id()) return now;

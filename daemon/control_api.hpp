@@ -40,7 +40,7 @@ class ControlApi {
                                 const std::optional<std::string>& uplink) const;
   nlohmann::json port_detail_json(const std::string& name) const;
   PortStatsSnapshot port_stats_since_reset(const std::string& name,
-                                           const dataplane::GuestPortController& port) const;
+                                           const controller::GuestPortController& port) const;
 
   Daemon& daemon_;
   // stats.reset baselines: port name -> (port id, counters at the reset).
@@ -50,7 +50,7 @@ class ControlApi {
   std::map<std::string, std::pair<const void*, UplinkStatsSnapshot>> uplink_baselines_;
   nlohmann::json uplink_status_json(const std::string& name) const;
   UplinkStatsSnapshot uplink_stats_since_reset(const std::string& name,
-                                               const dataplane::UplinkController& uplink) const;
+                                               const controller::UplinkController& uplink) const;
 };
 
 RpcError to_rpc_error(const ConfigError& error);

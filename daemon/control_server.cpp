@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "sys/log_rate.hpp"
+#include "sys/unix_socket_path.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -126,38 +127,32 @@ ControlServer::~ControlServer() {
 }
 
 bool ControlServer::start(std::string& error) {
-  std::error_code mkdir_error;
-  std::filesystem::create_directories(std::filesystem::path(options_.path).parent_path(),
-                                      mkdir_error);
-  struct stat st {};
-  if (::lstat(options_.path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      error = options_.path + " exists and is not a socket";
+  sys::UnixListenOptions listen;
+  listen.mode = options_.mode;
+  listen.backlog = SOMAXCONN;
+  if (options_.group) {
+    struct group* g = ::getgrnam(options_.group->c_str());
+    if (g == nullptr) {
+      error = "control socket " + options_.path + ": there is no group " + *options_.group;
       return false;
     }
-    ::unlink(options_.path.c_str());
+    listen.group = g->gr_gid;
+  }
+  sys::UniqueFd fd = sys::listen_unix(options_.path, listen, error);
+  if (!fd.valid()) {
+    error = "control socket: " + error;
+    return false;
   }
   boost::system::error_code ec;
   acceptor_.emplace(io_);
-  acceptor_->open(stream_protocol(), ec);
-  if (!ec) acceptor_->bind(stream_protocol::endpoint(options_.path), ec);
-  if (!ec) acceptor_->listen(boost::asio::socket_base::max_listen_connections, ec);
+  acceptor_->assign(stream_protocol(), fd.get(), ec);
   if (ec) {
     error = "control socket " + options_.path + ": " + ec.message();
     acceptor_.reset();
+    sys::remove_unix_socket(options_.path);
     return false;
   }
-  if (::chmod(options_.path.c_str(), options_.mode) != 0) {
-    error = "control socket " + options_.path + ": chmod failed";
-    return false;
-  }
-  if (options_.group) {
-    struct group* g = ::getgrnam(options_.group->c_str());
-    if (g == nullptr || ::chown(options_.path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
-      error = "control socket " + options_.path + ": cannot give it to group " + *options_.group;
-      return false;
-    }
-  }
+  fd.release();  // the acceptor owns it now
   accept();
   return true;
 }
@@ -167,7 +162,7 @@ void ControlServer::stop() {
     boost::system::error_code ignored;
     acceptor_->close(ignored);
     acceptor_.reset();
-    ::unlink(options_.path.c_str());
+    sys::remove_unix_socket(options_.path);
   }
   for (const auto& s : sessions_) s->close();
   sessions_.clear();

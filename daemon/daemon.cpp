@@ -2,10 +2,21 @@
 
 #include <spdlog/spdlog.h>
 
-#include "config_adapter.hpp"
 #include "log_level.hpp"
 
 namespace xdpvhost::daemon {
+
+namespace {
+
+dataplane::Dataplane::Options dataplane_options(const Config& config) {
+  dataplane::Dataplane::Options o;
+  o.threads = static_cast<std::uint16_t>(config.threads.count);
+  for (auto cpu : config.threads.cpus) o.cpus.push_back(static_cast<int>(cpu));
+  o.tunables = config.tunables;
+  return o;
+}
+
+}  // namespace
 
 Daemon::Daemon(boost::asio::io_context& io, Config config) : io_(io), config_(std::move(config)) {}
 
@@ -43,23 +54,24 @@ void Daemon::shutdown() {
 std::uint32_t Daemon::uplink_id(const std::optional<std::string>& name) const {
   if (!name) return dataplane::Port::kNoUplinkId;
   auto it = uplinks_.find(*name);
-  return it == uplinks_.end() ? dataplane::Port::kNoUplinkId : it->second->config().id;
+  return it == uplinks_.end() ? dataplane::Port::kNoUplinkId : it->second->id();
 }
 
-dataplane::UplinkController* Daemon::uplink_of(const PortConfig& port) {
+controller::UplinkController* Daemon::uplink_of(const PortConfig& port) {
   if (!port.uplink) return nullptr;
   auto it = uplinks_.find(*port.uplink);
   return it == uplinks_.end() ? nullptr : it->second.get();
 }
 
-const dataplane::UplinkController* Daemon::find_uplink(const std::string& name) const {
+const controller::UplinkController* Daemon::find_uplink(const std::string& name) const {
   auto it = uplinks_.find(name);
   return it == uplinks_.end() ? nullptr : it->second.get();
 }
 
 std::string Daemon::open_uplink(const UplinkConfig& uplink) {
-  auto controller = std::make_unique<dataplane::UplinkController>(
-      *dataplane_, io_, uplink_config(config_, uplink, next_uplink_id_++));
+  auto controller = std::make_unique<controller::UplinkController>(
+      *dataplane_, io_, uplink, next_uplink_id_++, resolve(config_.tunables, uplink.tunables),
+      config_.bpf_object.value_or(""));
   std::string error;
   if (!controller->start(error)) return error;
   uplinks_.emplace(uplink.name, std::move(controller));
@@ -91,22 +103,19 @@ std::optional<ConfigError> Daemon::remove_uplink(const std::string& name) {
 }
 
 std::string Daemon::open_port(const PortConfig& port) {
-  auto controller = std::make_unique<dataplane::GuestPortController>(
-      *dataplane_, io_, guest_port_config(config_, port, uplink_id(port.uplink)));
+  auto controller = std::make_unique<controller::GuestPortController>(
+      *dataplane_, io_, port, uplink_id(port.uplink),
+      dataplane::PortTunables::of(resolve(config_.tunables, port.tunables)));
   std::string error;
   if (!controller->start(error)) return error;
-  spdlog::info("port {}: {} socket {} mac {}", port.name, to_string(port.mode), port.socket,
-               format_mac(port.mac));
-  if (auto* uplink = uplink_of(port)) {
-    dataplane::MacAddress mac;
-    mac.bytes = port.mac;
-    uplink->add_guest(mac, port.mtu);
-  }
+  spdlog::info("port {}: {} socket {} mac {}", port.name, vhost::to_string(port.mode), port.socket,
+               port.mac.to_string());
+  if (auto* uplink = uplink_of(port)) uplink->add_guest(port.mac, port.mtu);
   ports_.emplace(port.name, std::move(controller));
   return {};
 }
 
-const dataplane::GuestPortController* Daemon::find_port(const std::string& name) const {
+const controller::GuestPortController* Daemon::find_port(const std::string& name) const {
   auto it = ports_.find(name);
   return it == ports_.end() ? nullptr : it->second.get();
 }
@@ -128,11 +137,7 @@ std::optional<ConfigError> Daemon::remove_port(const std::string& name) {
   auto next = with_port_removed(config_, name);
   if (!next) return next.error();
   if (const PortConfig* port = config_.find_port(name)) {
-    if (auto* uplink = uplink_of(*port)) {
-      dataplane::MacAddress mac;
-      mac.bytes = port->mac;
-      uplink->remove_guest(mac);
-    }
+    if (auto* uplink = uplink_of(*port)) uplink->remove_guest(port->mac);
   }
   config_ = std::move(next.value());
   ports_.erase(name);
@@ -151,16 +156,16 @@ std::optional<ConfigError> Daemon::set_tunables(const TunablesChange& change) {
 }
 
 void Daemon::apply_tunables() {
-  dataplane_->set_tunables(to_dataplane(config_.tunables));
+  dataplane_->set_tunables(config_.tunables);
   for (const auto& port : config_.ports) {
     auto it = ports_.find(port.name);
     if (it != ports_.end())
-      it->second->set_tunables(to_dataplane_port(resolve(config_.tunables, port.tunables)));
+      it->second->set_tunables(
+          dataplane::PortTunables::of(resolve(config_.tunables, port.tunables)));
   }
   for (const auto& uplink : config_.uplinks) {
     auto it = uplinks_.find(uplink.name);
-    if (it != uplinks_.end())
-      it->second->set_tunables(to_dataplane(resolve(config_.tunables, uplink.tunables)));
+    if (it != uplinks_.end()) it->second->set_tunables(resolve(config_.tunables, uplink.tunables));
   }
 }
 

@@ -15,8 +15,8 @@
 #include "config_change.hpp"
 #include "config_result.hpp"
 #include "dataplane/dataplane.hpp"
-#include "dataplane/guest_port_controller.hpp"
-#include "dataplane/uplink_controller.hpp"
+#include "controller/guest_port_controller.hpp"
+#include "controller/uplink_controller.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -48,12 +48,12 @@ class Daemon {
   std::optional<ConfigError> add_uplink(const UplinkConfig& uplink);
   std::optional<ConfigError> remove_uplink(const std::string& name);
 
-  const dataplane::GuestPortController* find_port(const std::string& name) const;
-  const std::map<std::string, std::unique_ptr<dataplane::GuestPortController>>& ports() const {
+  const controller::GuestPortController* find_port(const std::string& name) const;
+  const std::map<std::string, std::unique_ptr<controller::GuestPortController>>& ports() const {
     return ports_;
   }
-  const dataplane::UplinkController* find_uplink(const std::string& name) const;
-  const std::map<std::string, std::unique_ptr<dataplane::UplinkController>>& uplinks() const {
+  const controller::UplinkController* find_uplink(const std::string& name) const;
+  const std::map<std::string, std::unique_ptr<controller::UplinkController>>& uplinks() const {
     return uplinks_;
   }
 
@@ -61,15 +61,15 @@ class Daemon {
   std::string open_port(const PortConfig& port);
   std::string open_uplink(const UplinkConfig& uplink);
   std::uint32_t uplink_id(const std::optional<std::string>& name) const;
-  dataplane::UplinkController* uplink_of(const PortConfig& port);
+  controller::UplinkController* uplink_of(const PortConfig& port);
   void apply_tunables();
   void persist();
 
   boost::asio::io_context& io_;
   Config config_;
   std::unique_ptr<dataplane::Dataplane> dataplane_;
-  std::map<std::string, std::unique_ptr<dataplane::UplinkController>> uplinks_;
-  std::map<std::string, std::unique_ptr<dataplane::GuestPortController>> ports_;
+  std::map<std::string, std::unique_ptr<controller::UplinkController>> uplinks_;
+  std::map<std::string, std::unique_ptr<controller::GuestPortController>> ports_;
   std::uint32_t next_uplink_id_ = 0;
   std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
 };

@@ -12,7 +12,7 @@ namespace xdpvhost::daemon {
 using dataplane::GuestPort;
 using nlohmann::json;
 
-std::string port_state(const dataplane::GuestPortController& c) {
+std::string port_state(const controller::GuestPortController& c) {
   if (c.port().broken()) return "broken";
   if (c.endpoint().state() != vhost::SocketEndpoint::State::kConnected) return "waiting";
   for (std::uint32_t i = 0; i < c.device().vring_count(); ++i)
@@ -20,12 +20,12 @@ std::string port_state(const dataplane::GuestPortController& c) {
   return "connected";
 }
 
-json port_summary(const PortConfig& config, const dataplane::GuestPortController& c) {
+json port_summary(const PortConfig& config, const controller::GuestPortController& c) {
   json j{{"name", config.name},
          {"socket", config.socket},
-         {"mode", std::string(to_string(config.mode))},
-         {"mac", format_mac(config.mac)},
-         {"queue_pairs", config.queues},
+         {"mode", vhost::to_string(config.mode)},
+         {"mac", config.mac.to_string()},
+         {"queue_pairs", config.queue_pairs},
          {"mtu", config.mtu},
          {"thread", c.thread()},
          {"state", port_state(c)}};
@@ -34,7 +34,7 @@ json port_summary(const PortConfig& config, const dataplane::GuestPortController
 }
 
 json port_detail(const PortConfig& config, const Tunables& effective,
-                 const dataplane::GuestPortController& c) {
+                 const controller::GuestPortController& c) {
   json j = port_summary(config, c);
   json queues = json::array();
   const auto& vrings = c.device().vrings();
@@ -90,18 +90,40 @@ json thread_status(const dataplane::ServiceThread& t, const std::vector<std::str
               {"state", state}};
 }
 
+namespace {
+
+// Every counter of `table` in scope, under its JSON name.
+template <class Set, std::size_t N>
+void put_counters(json& j, const std::array<dataplane::CounterField<Set>, N>& table,
+                  const dataplane::CounterValues<N>& values,
+                  dataplane::PortScope scope = dataplane::PortScope::kGuest) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (table[i].scope == dataplane::PortScope::kAll || scope == dataplane::PortScope::kGuest)
+      j[std::string(table[i].info.name)] = values[i];
+}
+
+json drops_json(const dataplane::CounterValues<dataplane::kDropReasons>& drops) {
+  json d = json::object();
+  for (std::size_t i = 0; i < drops.size(); ++i)
+    d[dataplane::to_string(static_cast<dataplane::DropReason>(i))] = drops[i];
+  return d;
+}
+
+// The port counters that apply to an uplink queue, and the queue's own.
+json uplink_queue_counters(const UplinkQueueStatsSnapshot& q) {
+  json j = json::object();
+  put_counters(j, dataplane::kPortCounters, q.port.counters, dataplane::PortScope::kAll);
+  put_counters(j, dataplane::kUplinkQueueCounters, q.counters);
+  return j;
+}
+
+}  // namespace
+
 json port_stats(const PortStatsSnapshot& s) {
-  json drops = json::object();
-  for (std::size_t i = 0; i < s.drops.size(); ++i)
-    drops[dataplane::to_string(static_cast<dataplane::DropReason>(i))] = s.drops[i];
-  return json{{"rx_packets", s.rx_packets},
-              {"rx_bytes", s.rx_bytes},
-              {"tx_packets", s.tx_packets},
-              {"tx_bytes", s.tx_bytes},
-              {"kicks", s.kicks},
-              {"interrupts", s.interrupts},
-              {"interrupts_suppressed", s.interrupts_suppressed},
-              {"drops", drops}};
+  json j = json::object();
+  put_counters(j, dataplane::kPortCounters, s.counters);
+  j[std::string(dataplane::kPortDrops.name)] = drops_json(s.drops);
+  return j;
 }
 
 json thread_stats(std::uint16_t index, const ThreadStatsSnapshot& s) {
@@ -111,19 +133,17 @@ json thread_stats(std::uint16_t index, const ThreadStatsSnapshot& s) {
     hist[last ? std::string("+Inf") : std::to_string(dataplane::BurstHistogram::upper_bound(i))] =
         s.bursts[i];
   }
-  return json{{"index", index},
-              {"busy_iterations", s.busy_iterations},
-              {"empty_iterations", s.empty_iterations},
-              {"sleeps", s.sleeps},
-              {"wakeups", s.wakeups},
-              {"burst_histogram", hist}};
+  json j{{"index", index}};
+  put_counters(j, dataplane::kThreadCounters, s.counters);
+  j["burst_histogram"] = std::move(hist);
+  return j;
 }
 
 json tunables_json(const Tunables& t) {
   return to_json(t);
 }
 
-json uplink_status(const UplinkConfig& config, const dataplane::UplinkController& u) {
+json uplink_status(const UplinkConfig& config, const controller::UplinkController& u) {
   json queues = json::array();
   for (const auto& q : u.queue_reports())
     queues.push_back(json{{"queue", q.queue},
@@ -135,50 +155,38 @@ json uplink_status(const UplinkConfig& config, const dataplane::UplinkController
                                                   {"reason", q.napi_reason}}}});
   return json{{"name", config.name},
               {"interface", config.interface},
-              {"bind", std::string(to_string(config.bind))},
+              {"bind", xsk::to_string(config.bind)},
               {"frame_size", config.frame_size},
               {"ring_size", config.ring_size},
-              {"link", dataplane::to_string(u.link())},
+              {"link", controller::to_string(u.link())},
               {"queues", queues},
               {"xdp_program", u.program_report()},
               {"unicast_filter", u.filter_report()}};
 }
 
 json uplink_stats(const UplinkStatsSnapshot& s) {
-  json total{{"rx_packets", 0u},         {"rx_bytes", 0u},     {"tx_packets", 0u},
-             {"tx_bytes", 0u},           {"rx_dropped", 0u},   {"rx_invalid_descs", 0u},
-             {"tx_invalid_descs", 0u},   {"rx_ring_full", 0u}, {"rx_fill_ring_empty_descs", 0u},
-             {"tx_ring_empty_descs", 0u}};
-  std::array<std::uint64_t, static_cast<std::size_t>(dataplane::DropReason::kCount)> drops{};
-  std::uint64_t flood_dropped = 0;
+  // The uplink's totals are the sums of its queues' counters.
+  UplinkQueueStatsSnapshot sum;
   json queues = json::array();
   for (const auto& q : s.queues) {
-    json j{{"queue", q.queue},
-           {"rx_packets", q.port.rx_packets},
-           {"rx_bytes", q.port.rx_bytes},
-           {"tx_packets", q.port.tx_packets},
-           {"tx_bytes", q.port.tx_bytes},
-           {"rx_dropped", q.rx_dropped},
-           {"rx_invalid_descs", q.rx_invalid_descs},
-           {"tx_invalid_descs", q.tx_invalid_descs},
-           {"rx_ring_full", q.rx_ring_full},
-           {"rx_fill_ring_empty_descs", q.rx_fill_ring_empty_descs},
-           {"tx_ring_empty_descs", q.tx_ring_empty_descs}};
-    for (auto it = total.begin(); it != total.end(); ++it)
-      it.value() = it.value().get<std::uint64_t>() + j[it.key()].get<std::uint64_t>();
-    for (std::size_t i = 0; i < drops.size(); ++i) drops[i] += q.port.drops[i];
-    flood_dropped += q.flood_dropped;
+    for (std::size_t i = 0; i < sum.port.counters.size(); ++i)
+      sum.port.counters[i] += q.port.counters[i];
+    for (std::size_t i = 0; i < sum.port.drops.size(); ++i) sum.port.drops[i] += q.port.drops[i];
+    for (std::size_t i = 0; i < sum.counters.size(); ++i) sum.counters[i] += q.counters[i];
+    json j{{"queue", q.queue}};
+    j.update(uplink_queue_counters(q));
     queues.push_back(std::move(j));
   }
-  json d = json::object();
-  for (std::size_t i = 0; i < drops.size(); ++i)
-    d[dataplane::to_string(static_cast<dataplane::DropReason>(i))] = drops[i];
-  // Dropped before a frame reached us: in the XDP program (runts and frames it
-  // cannot redirect are passed to the kernel, not dropped), in the packet socket.
-  d["xdp_oversize"] = s.xdp_oversize;
-  d["flood_socket_full"] = flood_dropped;
-  total["drops"] = d;
-  total["queues"] = queues;
+  json total = uplink_queue_counters(sum);
+  json drops = drops_json(sum.port.drops);
+  // Dropped before a frame reached a queue: in the XDP program (runts and
+  // frames it cannot redirect are passed to the kernel, not dropped), in the
+  // packet socket.
+  drops["xdp_oversize"] = s.xdp_oversize;
+  drops["flood_socket_full"] = sum.counters[dataplane::counter_index(
+      dataplane::kUplinkQueueCounters, &dataplane::UplinkQueueCounters::flood_dropped)];
+  total["drops"] = std::move(drops);
+  total["queues"] = std::move(queues);
   return total;
 }
 

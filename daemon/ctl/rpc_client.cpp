@@ -1,5 +1,7 @@
 #include "rpc_client.hpp"
 
+#include "sys/unix_socket_path.hpp"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -29,13 +31,11 @@ RpcClient::RpcClient(std::string socket_path, std::chrono::milliseconds timeout)
 
 bool RpcClient::connect() {
   if (fd_.valid()) return true;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path_.empty() || path_.size() >= sizeof addr.sun_path) {
-    problem_ = "control socket path \"" + path_ + "\" does not fit sun_path";
+  sockaddr_un addr;
+  if (std::string error; !sys::unix_socket_address(path_, addr, error)) {
+    problem_ = "control " + error;
     return false;
   }
-  std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
   sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid() || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     problem_ = "cannot connect to " + path_ + ": " + std::strerror(errno);

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "dataplane/counters.hpp"
 #include "text_table.hpp"
 
 namespace xdpvhost::daemon::ctl {
@@ -18,9 +19,10 @@ std::uint64_t count(const json& v) {
   return 0;
 }
 
-std::uint64_t number(const json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key)) return 0;
-  return count(object[key]);
+std::uint64_t number(const json& object, std::string_view key) {
+  if (!object.is_object()) return 0;
+  const auto it = object.find(std::string(key));
+  return it == object.end() ? 0 : count(*it);
 }
 
 std::uint64_t drop_total(const json& object) {
@@ -51,25 +53,47 @@ const json& member(const json& object, const std::string& key) {
   return object[key];
 }
 
+// The columns a counter table gives a stats table: its entries that have a
+// column, in table order (the table says which counters the CLI shows).
+struct Column {
+  std::string_view header;
+  std::string_view key;  // JSON name
+};
+
+template <class Set, std::size_t N>
+void add_columns(std::vector<Column>& out, const std::array<dataplane::CounterField<Set>, N>& table,
+                 dataplane::PortScope scope = dataplane::PortScope::kGuest) {
+  for (const auto& e : table)
+    if (!e.info.column.empty() &&
+        (e.scope == dataplane::PortScope::kAll || scope == dataplane::PortScope::kGuest))
+      out.push_back({e.info.column, e.info.name});
+}
+
+// `names` name the row (left-aligned except a numeric second one), then the
+// counter columns, then `extra` columns.
+TextTable table_of(std::vector<std::string> names, const std::vector<Column>& columns,
+                   const std::vector<std::string>& extra = {}) {
+  std::vector<bool> right(names.size(), true);
+  right[0] = false;
+  std::vector<std::string> header = std::move(names);
+  for (const auto& c : columns) header.emplace_back(c.header);
+  header.insert(header.end(), extra.begin(), extra.end());
+  right.resize(header.size(), true);
+  return TextTable(std::move(header), std::move(right));
+}
+
 void print_ports(const json& ports, const json& previous, double seconds, std::ostream& out) {
   const bool rates = !previous.is_null() && seconds > 0;
-  std::vector<std::string> header{"PORT",  "RX PKTS", "RX BYTES", "TX PKTS",        "TX BYTES",
-                                  "DROPS", "KICKS",   "IRQS",     "IRQS SUPPRESSED"};
-  if (rates) header.insert(header.end(), {"RX PPS", "TX PPS"});
-  std::vector<bool> right(header.size(), true);
-  right[0] = false;
-  TextTable t(header, right);
+  std::vector<Column> columns;
+  add_columns(columns, dataplane::kPortCounters);
+  std::vector<std::string> extra{std::string(dataplane::kPortDrops.column)};
+  if (rates) extra.insert(extra.end(), {"RX PPS", "TX PPS"});
+  TextTable t = table_of({"PORT"}, columns, extra);
   std::vector<std::pair<std::string, std::string>> details;  // port, drops by reason
   for (const auto& [name, p] : ports.items()) {
-    std::vector<std::string> row{name,
-                                 std::to_string(number(p, "rx_packets")),
-                                 std::to_string(number(p, "rx_bytes")),
-                                 std::to_string(number(p, "tx_packets")),
-                                 std::to_string(number(p, "tx_bytes")),
-                                 std::to_string(drop_total(p)),
-                                 std::to_string(number(p, "kicks")),
-                                 std::to_string(number(p, "interrupts")),
-                                 std::to_string(number(p, "interrupts_suppressed"))};
+    std::vector<std::string> row{name};
+    for (const auto& c : columns) row.push_back(std::to_string(number(p, c.key)));
+    row.push_back(std::to_string(drop_total(p)));
     if (rates) {
       const json& before = member(member(previous, "ports"), name);
       row.push_back(rate(p, before, "rx_packets", seconds));
@@ -90,20 +114,18 @@ void print_ports(const json& ports, const json& previous, double seconds, std::o
 }
 
 void print_uplinks(const json& uplinks, std::ostream& out) {
-  TextTable t({"UPLINK", "QUEUE", "RX PKTS", "RX BYTES", "TX PKTS", "TX BYTES", "RX DROPPED",
-               "RX RING FULL", "FILL EMPTY", "TX RING EMPTY", "INVALID DESCS"},
-              {false, true, true, true, true, true, true, true, true, true, true});
+  std::vector<Column> columns;
+  add_columns(columns, dataplane::kPortCounters, dataplane::PortScope::kAll);
+  add_columns(columns, dataplane::kUplinkQueueCounters);
+  TextTable t = table_of({"UPLINK", "QUEUE"}, columns);
   std::vector<std::pair<std::string, std::string>> details;  // uplink, drops by reason
   for (const auto& [name, u] : uplinks.items()) {
     if (!u.is_object()) continue;
-    for (const auto& q : u.value("queues", json::array()))
-      t.add({name, std::to_string(number(q, "queue")), std::to_string(number(q, "rx_packets")),
-             std::to_string(number(q, "rx_bytes")), std::to_string(number(q, "tx_packets")),
-             std::to_string(number(q, "tx_bytes")), std::to_string(number(q, "rx_dropped")),
-             std::to_string(number(q, "rx_ring_full")),
-             std::to_string(number(q, "rx_fill_ring_empty_descs")),
-             std::to_string(number(q, "tx_ring_empty_descs")),
-             std::to_string(number(q, "rx_invalid_descs") + number(q, "tx_invalid_descs"))});
+    for (const auto& q : u.value("queues", json::array())) {
+      std::vector<std::string> row{name, std::to_string(number(q, "queue"))};
+      for (const auto& c : columns) row.push_back(std::to_string(number(q, c.key)));
+      t.add(std::move(row));
+    }
     if (std::string d = drop_detail(u); !d.empty()) details.emplace_back(name, std::move(d));
   }
   if (t.empty()) return;
@@ -116,15 +138,17 @@ void print_uplinks(const json& uplinks, std::ostream& out) {
 }
 
 void print_threads(const json& threads, std::ostream& out) {
-  TextTable t({"THREAD", "BUSY ITERATIONS", "EMPTY ITERATIONS", "SLEEPS", "WAKEUPS", "BURSTS"},
-              {true, true, true, true, true, true});
+  std::vector<Column> columns;
+  add_columns(columns, dataplane::kThreadCounters);
+  TextTable t = table_of({"THREAD"}, columns, {"BURSTS"});
   for (const auto& th : threads) {
     std::uint64_t bursts = 0;
     if (th.contains("burst_histogram") && th["burst_histogram"].is_object())
       for (const auto& [le, n] : th["burst_histogram"].items()) bursts += count(n);
-    t.add({std::to_string(number(th, "index")), std::to_string(number(th, "busy_iterations")),
-           std::to_string(number(th, "empty_iterations")), std::to_string(number(th, "sleeps")),
-           std::to_string(number(th, "wakeups")), std::to_string(bursts)});
+    std::vector<std::string> row{std::to_string(number(th, "index"))};
+    for (const auto& c : columns) row.push_back(std::to_string(number(th, c.key)));
+    row.push_back(std::to_string(bursts));
+    t.add(std::move(row));
   }
   if (t.empty()) return;
   out << '\n';

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "counter_families.hpp"
 #include "dataplane/drop_reason.hpp"
 #include "state_json.hpp"
 #include "stats_snapshot.hpp"
@@ -19,7 +20,7 @@ constexpr int kProtocolVersion = 1;
 
 struct PortView {
   const PortConfig* config;
-  const dataplane::GuestPortController* port;
+  const controller::GuestPortController* port;
   PortStatsSnapshot counters;
 };
 
@@ -79,10 +80,10 @@ void add_port_families(Families& out, const Daemon& daemon) {
     auto f = make_family("xdpvhost_port_info", MetricType::Gauge,
                          "Guest ports: socket, mode, MAC, uplink and service thread (value 1).");
     for (const auto& p : ports) {
-      const std::string mac = format_mac(p.config->mac), thread = std::to_string(p.port->thread());
+      const std::string mac = p.config->mac.to_string(), thread = std::to_string(p.port->thread());
       add_info(f, {{"port", p.config->name},
                    {"socket", p.config->socket},
-                   {"mode", to_string(p.config->mode)},
+                   {"mode", vhost::to_string(p.config->mode)},
                    {"mac", mac},
                    {"uplink", p.config->uplink.value_or("")},
                    {"thread", thread}});
@@ -103,79 +104,25 @@ void add_port_families(Families& out, const Daemon& daemon) {
     out.push_back(std::move(f));
   }
 
-  {
-    auto f = make_family(
-        "xdpvhost_port_packets_total", MetricType::Counter,
-        "Frames per guest port, seen from the switch: rx taken from the guest's transmit "
-        "queues, tx delivered into its receive queues.");
-    for (const auto& p : ports) {
-      add_sample(f, {{"port", p.config->name}, {"direction", "rx"}}, p.counters.rx_packets);
-      add_sample(f, {{"port", p.config->name}, {"direction", "tx"}}, p.counters.tx_packets);
-    }
-    out.push_back(std::move(f));
+  std::vector<CounterRow<dataplane::kPortCounters.size()>> rows;
+  std::vector<std::vector<Label>> labels;
+  std::vector<dataplane::CounterValues<dataplane::kDropReasons>> drops;
+  for (const auto& p : ports) {
+    labels.push_back({{"port", p.config->name}});
+    rows.push_back({labels.back(), p.counters.counters});
+    drops.push_back(p.counters.drops);
   }
-  {
-    auto f =
-        make_family("xdpvhost_port_bytes_total", MetricType::Counter,
-                    "Bytes per guest port (frames without the virtio-net header), directions as "
-                    "xdpvhost_port_packets_total.");
-    for (const auto& p : ports) {
-      add_sample(f, {{"port", p.config->name}, {"direction", "rx"}}, p.counters.rx_bytes);
-      add_sample(f, {{"port", p.config->name}, {"direction", "tx"}}, p.counters.tx_bytes);
-    }
-    out.push_back(std::move(f));
-  }
-
-  {
-    auto f = make_family(
-        "xdpvhost_port_drops_total", MetricType::Counter,
-        "Frames dropped at a guest port, by reason (every reason is listed, zero or not).");
-    for (const auto& p : ports)
-      for (std::size_t r = 0; r < p.counters.drops.size(); ++r)
-        add_sample(f,
-                   {{"port", p.config->name},
-                    {"reason", dataplane::to_string(static_cast<dataplane::DropReason>(r))}},
-                   p.counters.drops[r]);
-    out.push_back(std::move(f));
-  }
-
-  struct Simple {
-    const char* name;
-    const char* help;
-    std::uint64_t PortStatsSnapshot::*field;
-  };
-  for (const Simple& s : {
-           Simple{"xdpvhost_port_kicks_total",
-                  "Guest notifications (kick eventfd) the daemon received.",
-                  &PortStatsSnapshot::kicks},
-           Simple{"xdpvhost_port_interrupts_total", "Guest interrupts (call eventfd) sent.",
-                  &PortStatsSnapshot::interrupts},
-           Simple{"xdpvhost_port_interrupts_suppressed_total",
-                  "Interrupts not sent: coalesced by signal_batch or suppressed by the guest "
-                  "(EVENT_IDX, NO_INTERRUPT).",
-                  &PortStatsSnapshot::interrupts_suppressed},
-           Simple{"xdpvhost_port_queue_errors_total",
-                  "Virtqueues found malformed and stopped (see port.get for the error).",
-                  &PortStatsSnapshot::queue_errors},
-       }) {
-    auto f = make_family(s.name, MetricType::Counter, s.help);
-    for (const auto& p : ports) add_sample(f, {{"port", p.config->name}}, p.counters.*(s.field));
-    out.push_back(std::move(f));
-  }
+  add_counter_families(out, "xdpvhost_port_", dataplane::kPortCounters, rows);
+  add_drop_family(out, "xdpvhost_port_", labels, drops);
 }
 
 void add_thread_families(Families& out, Daemon& daemon) {
   auto& dp = daemon.dataplane();
   const std::uint16_t n = dp.thread_count();
   std::vector<ThreadStatsSnapshot> counters;
-  std::vector<std::uint64_t> sums, commands, port_gone;
   std::vector<std::string> index;
   for (std::uint16_t t = 0; t < n; ++t) {
-    const auto& c = dp.thread(t).counters();
-    counters.push_back(ThreadStatsSnapshot::of(c));
-    sums.push_back(c.bursts.sum.get());
-    commands.push_back(c.commands.get());
-    port_gone.push_back(c.dropped_port_gone.get());
+    counters.push_back(ThreadStatsSnapshot::of(dp.thread(t).counters()));
     index.push_back(std::to_string(t));
   }
 
@@ -210,51 +157,10 @@ void add_thread_families(Families& out, Daemon& daemon) {
     out.push_back(std::move(f));
   }
 
-  {
-    auto f =
-        make_family("xdpvhost_thread_iterations_total", MetricType::Counter,
-                    "Poll rounds of a service thread: result work (moved frames) or empty (busy "
-                    "polling found nothing).");
-    for (std::uint16_t t = 0; t < n; ++t) {
-      add_sample(f, {{"thread", index[t]}, {"result", "work"}}, counters[t].busy_iterations);
-      add_sample(f, {{"thread", index[t]}, {"result", "empty"}}, counters[t].empty_iterations);
-    }
-    out.push_back(std::move(f));
-  }
-  struct PerThread {
-    const char* name;
-    const char* help;
-    const char* reason;  // a reason label, or nullptr
-    const std::vector<std::uint64_t>* values;
-  };
-  std::vector<std::uint64_t> sleeps, wakeups;
-  for (const auto& c : counters) {
-    sleeps.push_back(c.sleeps);
-    wakeups.push_back(c.wakeups);
-  }
-  for (const PerThread& s : {
-           PerThread{"xdpvhost_thread_sleeps_total", "Times a service thread blocked in epoll.",
-                     nullptr, &sleeps},
-           PerThread{"xdpvhost_thread_wakeups_total", "Times a service thread woke from epoll.",
-                     nullptr, &wakeups},
-           PerThread{"xdpvhost_thread_commands_total",
-                     "Control commands a service thread executed (ring starts and stops, port "
-                     "moves, tunables).",
-                     nullptr, &commands},
-           PerThread{"xdpvhost_thread_drops_total",
-                     "Frames a service thread dropped outside any port, by reason (port_gone: "
-                     "queued for a port removed meanwhile).",
-                     "port_gone", &port_gone},
-       }) {
-    auto f = make_family(s.name, MetricType::Counter, s.help);
-    for (std::uint16_t t = 0; t < n; ++t) {
-      if (s.reason != nullptr)
-        add_sample(f, {{"thread", index[t]}, {"reason", s.reason}}, (*s.values)[t]);
-      else
-        add_sample(f, {{"thread", index[t]}}, (*s.values)[t]);
-    }
-    out.push_back(std::move(f));
-  }
+  std::vector<CounterRow<dataplane::kThreadCounters.size()>> rows;
+  for (std::uint16_t t = 0; t < n; ++t)
+    rows.push_back({{{"thread", index[t]}}, counters[t].counters});
+  add_counter_families(out, "xdpvhost_thread_", dataplane::kThreadCounters, rows);
 
   {
     auto f = make_family("xdpvhost_thread_burst_frames", MetricType::Histogram,
@@ -263,7 +169,8 @@ void add_thread_families(Families& out, Daemon& daemon) {
     for (std::size_t i = 0; i < bounds.size(); ++i)
       bounds[i] = dataplane::BurstHistogram::upper_bound(i);
     for (std::uint16_t t = 0; t < n; ++t)
-      add_histogram(f, {{"thread", index[t]}}, bounds, counters[t].bursts, sums[t]);
+      add_histogram(f, {{"thread", index[t]}}, bounds, counters[t].bursts,
+                    counters[t].burst_frames);
     out.push_back(std::move(f));
   }
 }

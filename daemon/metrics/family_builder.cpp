@@ -7,7 +7,7 @@ namespace xdpvhost::daemon::metrics {
 
 namespace {
 
-prometheus::ClientMetric series(Labels labels) {
+prometheus::ClientMetric series(LabelSpan labels) {
   prometheus::ClientMetric m;
   m.label.reserve(labels.size());
   for (const auto& [name, value] : labels)
@@ -41,7 +41,7 @@ prometheus::MetricFamily make_family(std::string name, prometheus::MetricType ty
 }
 
 void add_sample(prometheus::MetricFamily& family, Labels labels, double value) {
-  auto m = series(labels);
+  auto m = series(LabelSpan(labels.begin(), labels.size()));
   switch (family.type) {
     case prometheus::MetricType::Counter:
       m.counter.value = value;
@@ -64,6 +64,13 @@ void add_sample(prometheus::MetricFamily& family, Labels labels, std::uint64_t v
   add_sample(family, labels, static_cast<double>(value));
 }
 
+void add_sample(prometheus::MetricFamily& family, LabelSpan labels, std::uint64_t value) {
+  assert(family.type == prometheus::MetricType::Counter);
+  auto m = series(labels);
+  m.counter.value = static_cast<double>(value);
+  family.metric.push_back(std::move(m));
+}
+
 void add_info(prometheus::MetricFamily& family, Labels labels) {
   add_sample(family, labels, 1.0);
 }
@@ -72,7 +79,7 @@ void add_histogram(prometheus::MetricFamily& family, Labels labels,
                    std::span<const std::uint64_t> bounds, std::span<const std::uint64_t> counts,
                    std::uint64_t sum) {
   assert(family.type == prometheus::MetricType::Histogram);
-  auto m = series(labels);
+  auto m = series(LabelSpan(labels.begin(), labels.size()));
   std::uint64_t cumulative = 0;
   m.histogram.bucket.reserve(bounds.size() + 1);
   for (std::size_t i = 0; i < bounds.size(); ++i) {

@@ -27,6 +27,7 @@ namespace xdpvhost::daemon::metrics {
 
 using Label = std::pair<std::string_view, std::string_view>;
 using Labels = std::initializer_list<Label>;
+using LabelSpan = std::span<const Label>;
 using Families = std::vector<prometheus::MetricFamily>;
 
 // A family without series yet. `name` is the full metric name (counters end
@@ -38,6 +39,8 @@ prometheus::MetricFamily make_family(std::string name, prometheus::MetricType ty
 // field the family's type selects.
 void add_sample(prometheus::MetricFamily& family, Labels labels, double value);
 void add_sample(prometheus::MetricFamily& family, Labels labels, std::uint64_t value);
+// The same with labels assembled at run time.
+void add_sample(prometheus::MetricFamily& family, LabelSpan labels, std::uint64_t value);
 // An info-style series: the labels carry the information, the value is 1.
 void add_info(prometheus::MetricFamily& family, Labels labels);
 

@@ -20,7 +20,7 @@ Health check_health(Daemon& daemon) {
       h.problems.push_back("port " + p.name + " is not serving " + p.socket);
       continue;
     }
-    if (p.mode == PortMode::kServer) {
+    if (p.mode == vhost::SocketMode::kServer) {
       struct stat st {};
       if (::lstat(p.socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
         h.problems.push_back("port " + p.name + ": socket " + p.socket + " is missing");

@@ -3,6 +3,7 @@
 #include <tuple>
 #include <utility>
 
+#include "counter_families.hpp"
 #include "dataplane/drop_reason.hpp"
 
 namespace xdpvhost::daemon::metrics {
@@ -10,19 +11,6 @@ namespace xdpvhost::daemon::metrics {
 namespace {
 
 using prometheus::MetricType;
-using Q = UplinkQueueMetrics;
-
-// One counter family with a series per uplink queue.
-void per_queue(Families& out, const std::vector<UplinkMetrics>& uplinks, const char* name,
-               const char* help, std::uint64_t Q::*field) {
-  auto f = make_family(name, MetricType::Counter, help);
-  for (const auto& u : uplinks)
-    for (const auto& q : u.queues) {
-      const std::string queue = std::to_string(q.queue);
-      add_sample(f, {{"uplink", u.name}, {"queue", queue}}, q.*field);
-    }
-  out.push_back(std::move(f));
-}
 
 }  // namespace
 
@@ -77,60 +65,25 @@ void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplink
     out.push_back(std::move(f));
   }
 
-  for (const auto& [name, help, rx, tx] :
-       {std::tuple{"xdpvhost_uplink_packets_total",
-                   "Frames per uplink queue: rx received from the NIC, tx sent to it.",
-                   &PortStatsSnapshot::rx_packets, &PortStatsSnapshot::tx_packets},
-        std::tuple{"xdpvhost_uplink_bytes_total",
-                   "Bytes per uplink queue: rx received from the NIC, tx sent to it.",
-                   &PortStatsSnapshot::rx_bytes, &PortStatsSnapshot::tx_bytes}}) {
-    auto f = make_family(name, MetricType::Counter, help);
-    for (const auto& u : uplinks)
-      for (const auto& q : u.queues) {
-        const std::string queue = std::to_string(q.queue);
-        add_sample(f, {{"uplink", u.name}, {"queue", queue}, {"direction", "rx"}}, q.port.*rx);
-        add_sample(f, {{"uplink", u.name}, {"queue", queue}, {"direction", "tx"}}, q.port.*tx);
-      }
-    out.push_back(std::move(f));
-  }
-
-  {
-    auto f = make_family("xdpvhost_uplink_drops_total", MetricType::Counter,
-                         "Frames dropped at an uplink queue, by reason.");
-    for (const auto& u : uplinks)
-      for (const auto& q : u.queues) {
-        const std::string queue = std::to_string(q.queue);
-        for (std::size_t r = 0; r < q.port.drops.size(); ++r)
-          add_sample(f,
-                     {{"uplink", u.name},
-                      {"queue", queue},
-                      {"reason", dataplane::to_string(static_cast<dataplane::DropReason>(r))}},
-                     q.port.drops[r]);
-      }
-    out.push_back(std::move(f));
-  }
-
-  per_queue(out, uplinks, "xdpvhost_uplink_xsk_rx_dropped_total",
-            "XDP_STATISTICS rx_dropped: frames the kernel dropped for the AF_XDP socket (no room, "
-            "too large).",
-            &Q::rx_dropped);
-  per_queue(out, uplinks, "xdpvhost_uplink_xsk_rx_invalid_descs_total",
-            "XDP_STATISTICS rx_invalid_descs: invalid descriptors on the fill ring.",
-            &Q::rx_invalid_descs);
-  per_queue(out, uplinks, "xdpvhost_uplink_xsk_tx_invalid_descs_total",
-            "XDP_STATISTICS tx_invalid_descs: invalid descriptors on the TX ring.",
-            &Q::tx_invalid_descs);
-  per_queue(out, uplinks, "xdpvhost_uplink_xsk_rx_ring_full_total",
-            "XDP_STATISTICS rx_ring_full: frames dropped because the RX ring was full.",
-            &Q::rx_ring_full);
-  per_queue(out, uplinks, "xdpvhost_uplink_xsk_rx_fill_ring_empty_descs_total",
-            "XDP_STATISTICS rx_fill_ring_empty_descs: times the fill ring was empty.",
-            &Q::rx_fill_ring_empty_descs);
-  per_queue(out, uplinks, "xdpvhost_uplink_xsk_tx_ring_empty_descs_total",
-            "XDP_STATISTICS tx_ring_empty_descs: times the kernel found the TX ring empty.",
-            &Q::tx_ring_empty_descs);
-  per_queue(out, uplinks, "xdpvhost_uplink_flood_drops_total",
-            "Broadcast and multicast frames the uplink's flood path dropped.", &Q::flood_dropped);
+  std::vector<std::string> queue_ids;  // label storage, one per queue
+  for (const auto& u : uplinks)
+    for (const auto& q : u.queues) queue_ids.push_back(std::to_string(q.queue));
+  std::vector<CounterRow<dataplane::kPortCounters.size()>> port_rows;
+  std::vector<CounterRow<dataplane::kUplinkQueueCounters.size()>> queue_rows;
+  std::vector<std::vector<Label>> labels;
+  std::vector<dataplane::CounterValues<dataplane::kDropReasons>> drops;
+  std::size_t id = 0;
+  for (const auto& u : uplinks)
+    for (const auto& q : u.queues) {
+      labels.push_back({{"uplink", u.name}, {"queue", queue_ids[id++]}});
+      port_rows.push_back({labels.back(), q.stats.port.counters});
+      queue_rows.push_back({labels.back(), q.stats.counters});
+      drops.push_back(q.stats.port.drops);
+    }
+  add_counter_families(out, "xdpvhost_uplink_", dataplane::kPortCounters, port_rows,
+                       dataplane::PortScope::kAll);
+  add_drop_family(out, "xdpvhost_uplink_", labels, drops);
+  add_counter_families(out, "xdpvhost_uplink_", dataplane::kUplinkQueueCounters, queue_rows);
 
   {
     auto f = make_family(

@@ -11,7 +11,7 @@
 
 #include "family_builder.hpp"
 #include "stats_snapshot.hpp"
-#include "xsk/xdp_program.hpp"
+#include "nic/xdp_program.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
@@ -21,15 +21,9 @@ struct UplinkQueueMetrics {
   std::string bind_mode;      // in use: zerocopy | copy | unbound
   std::uint32_t napi_id = 0;  // SO_INCOMING_NAPI_ID, 0 while unknown
   bool napi_busy_poll_active = false;
-  PortStatsSnapshot port;  // the queue port: rx/tx packets and bytes, drops by reason
-  // XDP_STATISTICS of the queue's AF_XDP socket, cumulative (not reset by a re-bind).
-  std::uint64_t rx_dropped = 0;
-  std::uint64_t rx_invalid_descs = 0;
-  std::uint64_t tx_invalid_descs = 0;
-  std::uint64_t rx_ring_full = 0;
-  std::uint64_t rx_fill_ring_empty_descs = 0;
-  std::uint64_t tx_ring_empty_descs = 0;
-  std::uint64_t flood_dropped = 0;  // broadcast/multicast frames the flood path dropped
+  // The queue port's counters (rx/tx packets and bytes, drops by reason) and
+  // the queue's own (XDP_STATISTICS, cumulative over re-binds; kicks; flood).
+  UplinkQueueStatsSnapshot stats;
 };
 
 struct UplinkMetrics {
@@ -39,7 +33,7 @@ struct UplinkMetrics {
   std::string link;  // up | down | absent
   std::vector<UplinkQueueMetrics> queues;
   // The XDP steering program's counters, cumulative over re-attachments.
-  xsk::XdpSteerStats xdp;
+  nic::XdpSteerStats xdp;
 };
 
 // Every xdpvhost_uplink_* family; the families are there (with no series)

@@ -63,8 +63,8 @@ std::uint64_t checksum_add(const Frame& frame, std::uint32_t offset, std::uint32
 }
 
 bool complete_checksum(const Frame& frame, std::uint16_t& value) noexcept {
-  const std::uint32_t start = frame.csum_start;
-  const std::uint32_t field = start + frame.csum_offset;
+  const std::uint32_t start = frame.offload.csum.start;
+  const std::uint32_t field = start + frame.offload.csum.offset;
   if (start >= frame.len || field + 2 > frame.len) return false;
   value = static_cast<std::uint16_t>(~checksum_fold(checksum_add(frame, start, frame.len - start)));
   // RFC 768: a computed UDP checksum of zero is sent as all ones; for TCP the

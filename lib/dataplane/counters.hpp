@@ -1,11 +1,21 @@
 #pragma once
-// Datapath counters. Each is written by one service thread only (plain
-// relaxed load + store, no locked instruction) and read by the control
-// thread and the metrics exporter at any time without locks.
+// Datapath counters, and the one table per counter set that describes them.
+//
+// Each counter is written by one service thread only (plain relaxed load +
+// store, no locked instruction) and read by the control thread and the
+// metrics exporter at any time without locks.
+//
+// The tables (kPortCounters, kUplinkQueueCounters, kThreadCounters) name
+// every counter once: its member, its JSON name in stats.get, its Prometheus
+// family and constant label, its HELP text and its xdpvhostctl column. The
+// daemon builds the stats snapshots, the stats.get JSON, the metric families
+// and the CLI's columns from them, and a unit test checks them against
+// proto/types.schema.json. A new counter is one member and one table row.
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 
 #include "dataplane/drop_reason.hpp"
 
@@ -16,16 +26,43 @@ class Counter {
   void add(std::uint64_t n = 1) noexcept {
     value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+  // Raises the counter to `total` (never lowers it): for counts kept
+  // elsewhere, such as the kernel's per-socket statistics.
+  void raise_to(std::uint64_t total) noexcept {
+    if (total > get()) value_.store(total, std::memory_order_relaxed);
+  }
   std::uint64_t get() const noexcept { return value_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<std::uint64_t> value_{0};
 };
 
+// Which ports a port counter applies to.
+enum class PortScope : std::uint8_t { kAll, kGuest };
+
+// How one counter is shown. Entries of one Prometheus family are adjacent;
+// the first carries the family's HELP, the others leave it empty.
+struct CounterInfo {
+  std::string_view name;    // JSON key in stats.get: "interrupts_suppressed"
+  std::string_view family;  // family after the set's prefix: "interrupts_suppressed_total"
+  std::string_view help;    // the family's HELP (first entry of a family only)
+  std::string_view label = {}, value = {};  // one constant label, e.g. direction="rx"
+  std::string_view column = {};             // xdpvhostctl column; "" when not shown
+};
+
+template <class Set>
+struct CounterField {
+  Counter Set::*member;
+  CounterInfo info;
+  PortScope scope = PortScope::kAll;
+};
+
+// ---- ports ----------------------------------------------------------------------
 // Directions are the switch's, as in OVS and DPDK's vhost PMD: rx = frames
 // the switch received from the port (a guest's transmit queues, a NIC's RX
 // ring), tx = frames it sent into the port (a guest's receive queues, a
-// NIC's TX ring).
+// NIC's TX ring). Families are xdpvhost_port_* for guest ports (label port)
+// and xdpvhost_uplink_* for uplink queues (labels uplink, queue).
 struct PortCounters {
   Counter rx_packets, rx_bytes;
   Counter tx_packets, tx_bytes;
@@ -33,12 +70,126 @@ struct PortCounters {
   Counter interrupts;             // call eventfd writes
   Counter interrupts_suppressed;  // used updates the guest asked not to be told about
   Counter queue_errors;           // queues broken by a malformed ring
-  std::array<Counter, static_cast<std::size_t>(DropReason::kCount)> drops;
+  std::array<Counter, kDropReasons> drops;
 
   void drop(DropReason r, std::uint64_t n = 1) noexcept {
     drops[static_cast<std::size_t>(r)].add(n);
   }
 };
+
+inline constexpr std::array<CounterField<PortCounters>, 8> kPortCounters{{
+    {&PortCounters::rx_packets,
+     {"rx_packets", "packets_total",
+      "Frames per port, seen from the switch: rx taken from the port (a guest's transmit "
+      "queues, a NIC queue's RX ring), tx put into it (a guest's receive queues, the NIC "
+      "queue's TX ring).",
+      "direction", "rx", "RX PKTS"}},
+    {&PortCounters::tx_packets, {"tx_packets", "packets_total", "", "direction", "tx", "TX PKTS"}},
+    {&PortCounters::rx_bytes,
+     {"rx_bytes", "bytes_total",
+      "Bytes per port (frames without the virtio-net header), directions as the packets "
+      "family.",
+      "direction", "rx", "RX BYTES"}},
+    {&PortCounters::tx_bytes, {"tx_bytes", "bytes_total", "", "direction", "tx", "TX BYTES"}},
+    {&PortCounters::kicks,
+     {"kicks",
+      "kicks_total",
+      "Guest notifications (kick eventfd) the daemon received.",
+      {},
+      {},
+      "KICKS"},
+     PortScope::kGuest},
+    {&PortCounters::interrupts,
+     {"interrupts", "interrupts_total", "Guest interrupts (call eventfd) sent.", {}, {}, "IRQS"},
+     PortScope::kGuest},
+    {&PortCounters::interrupts_suppressed,
+     {"interrupts_suppressed",
+      "interrupts_suppressed_total",
+      "Interrupts not sent: coalesced by signal_batch or suppressed by the guest (EVENT_IDX, "
+      "NO_INTERRUPT).",
+      {},
+      {},
+      "IRQS SUPPRESSED"},
+     PortScope::kGuest},
+    {&PortCounters::queue_errors,
+     {"queue_errors", "queue_errors_total",
+      "Virtqueues found malformed and stopped (see port.get for the error)."},
+     PortScope::kGuest},
+}};
+
+// Every port's drops, by reason: JSON object "drops", family drops_total
+// with label reason (every reason listed, zero or not).
+inline constexpr CounterInfo kPortDrops{
+    "drops", "drops_total", "Frames dropped at a port, by reason.", "reason", {}, "DROPS"};
+
+// ---- uplink queues (beyond their port counters) -----------------------------------
+struct UplinkQueueCounters {
+  // XDP_STATISTICS of the queue's sockets (every socket it had), refreshed by
+  // housekeeping (~10 Hz) and at unbind.
+  Counter rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full, rx_fill_ring_empty_descs,
+      tx_ring_empty_descs;
+  Counter tx_kicks;        // sendto() calls
+  Counter tx_kicks_again;  // sendto() answered EAGAIN (copy-mode batch budget used up)
+  Counter napi_polls;      // recvfrom() driving NAPI while the rings were empty
+  Counter flood_rx;        // broadcast/multicast copies from the packet socket
+  Counter flood_dropped;   // lost in the packet socket's buffer
+};
+
+inline constexpr std::array<CounterField<UplinkQueueCounters>, 11> kUplinkQueueCounters{{
+    {&UplinkQueueCounters::rx_dropped,
+     {"rx_dropped",
+      "xsk_rx_dropped_total",
+      "XDP_STATISTICS rx_dropped: frames the kernel dropped for the AF_XDP socket (no room, "
+      "too large).",
+      {},
+      {},
+      "RX DROPPED"}},
+    {&UplinkQueueCounters::rx_invalid_descs,
+     {"rx_invalid_descs", "xsk_rx_invalid_descs_total",
+      "XDP_STATISTICS rx_invalid_descs: invalid descriptors on the fill ring."}},
+    {&UplinkQueueCounters::tx_invalid_descs,
+     {"tx_invalid_descs", "xsk_tx_invalid_descs_total",
+      "XDP_STATISTICS tx_invalid_descs: invalid descriptors on the TX ring."}},
+    {&UplinkQueueCounters::rx_ring_full,
+     {"rx_ring_full",
+      "xsk_rx_ring_full_total",
+      "XDP_STATISTICS rx_ring_full: frames dropped because the RX ring was full.",
+      {},
+      {},
+      "RX RING FULL"}},
+    {&UplinkQueueCounters::rx_fill_ring_empty_descs,
+     {"rx_fill_ring_empty_descs",
+      "xsk_rx_fill_ring_empty_descs_total",
+      "XDP_STATISTICS rx_fill_ring_empty_descs: times the fill ring was empty.",
+      {},
+      {},
+      "FILL EMPTY"}},
+    {&UplinkQueueCounters::tx_ring_empty_descs,
+     {"tx_ring_empty_descs",
+      "xsk_tx_ring_empty_descs_total",
+      "XDP_STATISTICS tx_ring_empty_descs: times the kernel found the TX ring empty.",
+      {},
+      {},
+      "TX RING EMPTY"}},
+    {&UplinkQueueCounters::tx_kicks,
+     {"tx_kicks", "tx_kicks_total",
+      "sendto() calls that kicked the AF_XDP TX ring, by result (again: EAGAIN, the kernel's "
+      "batch budget was used up and descriptors stayed on the ring).",
+      "result", "sent", "TX KICKS"}},
+    {&UplinkQueueCounters::tx_kicks_again,
+     {"tx_kicks_again", "tx_kicks_total", "", "result", "again"}},
+    {&UplinkQueueCounters::napi_polls,
+     {"napi_polls", "napi_polls_total",
+      "recvfrom() calls driving the NIC's NAPI context while the rings were empty (seed 002)."}},
+    {&UplinkQueueCounters::flood_rx,
+     {"flood_rx", "flood_frames_total",
+      "Broadcast and multicast frames the uplink's flood (packet) socket received."}},
+    {&UplinkQueueCounters::flood_dropped,
+     {"flood_dropped", "flood_drops_total",
+      "Broadcast and multicast frames the uplink's flood path dropped (packet socket full)."}},
+}};
+
+// ---- service threads --------------------------------------------------------------
 
 // Burst sizes (frames moved per poll round) in power-of-two buckets:
 // 1, 2, 4, ... 256, and more.
@@ -67,5 +218,50 @@ struct ThreadCounters {
   Counter dropped_port_gone;  // mailbox frames for a port removed meanwhile
   BurstHistogram bursts;
 };
+
+// Families are xdpvhost_thread_* (label thread).
+inline constexpr std::array<CounterField<ThreadCounters>, 6> kThreadCounters{{
+    {&ThreadCounters::busy_iterations,
+     {"busy_iterations", "iterations_total",
+      "Poll rounds of a service thread: result work (moved frames) or empty (busy polling found "
+      "nothing).",
+      "result", "work", "BUSY ITERATIONS"}},
+    {&ThreadCounters::empty_iterations,
+     {"empty_iterations", "iterations_total", "", "result", "empty", "EMPTY ITERATIONS"}},
+    {&ThreadCounters::sleeps,
+     {"sleeps", "sleeps_total", "Times a service thread blocked in epoll.", {}, {}, "SLEEPS"}},
+    {&ThreadCounters::wakeups,
+     {"wakeups", "wakeups_total", "Times a service thread woke from epoll.", {}, {}, "WAKEUPS"}},
+    {&ThreadCounters::commands,
+     {"commands", "commands_total",
+      "Control commands a service thread executed (ring starts and stops, port moves, "
+      "tunables)."}},
+    {&ThreadCounters::dropped_port_gone,
+     {"dropped_port_gone", "drops_total",
+      "Frames a service thread dropped outside any port, by reason (port_gone: queued for a "
+      "port removed meanwhile).",
+      "reason", "port_gone"}},
+}};
+
+// The values of every counter of a table at one moment.
+template <std::size_t N>
+using CounterValues = std::array<std::uint64_t, N>;
+
+template <class Set, std::size_t N>
+CounterValues<N> read_counters(const Set& set,
+                               const std::array<CounterField<Set>, N>& table) noexcept {
+  CounterValues<N> v{};
+  for (std::size_t i = 0; i < N; ++i) v[i] = (set.*(table[i].member)).get();
+  return v;
+}
+
+// The row of `member` in `table`, for the few places that single one out.
+template <class Set, std::size_t N>
+constexpr std::size_t counter_index(const std::array<CounterField<Set>, N>& table,
+                                    Counter Set::*member) noexcept {
+  for (std::size_t i = 0; i < N; ++i)
+    if (table[i].member == member) return i;
+  return N;
+}
 
 }  // namespace xdpvhost::dataplane

@@ -2,6 +2,7 @@
 // Every reason the datapath drops a frame. Each drop increments exactly one
 // counter named here, on the port where the frame was dropped.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace xdpvhost::dataplane {
@@ -21,6 +22,8 @@ enum class DropReason : std::uint8_t {
   kUplinkTxFull,        // no room on the AF_XDP TX ring (flooded frames only; unicast waits)
   kCount
 };
+
+inline constexpr std::size_t kDropReasons = static_cast<std::size_t>(DropReason::kCount);
 
 constexpr const char* to_string(DropReason r) {
   switch (r) {

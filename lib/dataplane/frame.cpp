@@ -20,9 +20,14 @@ std::uint32_t gather(const Frame& frame, std::uint32_t offset, std::uint8_t* out
   return copied;
 }
 
+Frame::Frame(const Span& span, Offload o) noexcept
+    : spans(&span), span_count(1), len(span.len), offload(o) {
+  if (has_ethernet_header()) std::memcpy(eth, span.data, net::kEthernetHeader);
+}
+
 bool load_ethernet_header(Frame& frame) noexcept {
-  if (frame.len < Frame::kEthernetHeader) return false;
-  return gather(frame, 0, frame.eth, Frame::kEthernetHeader) == Frame::kEthernetHeader;
+  if (frame.len < net::kEthernetHeader) return false;
+  return gather(frame, 0, frame.eth, net::kEthernetHeader) == net::kEthernetHeader;
 }
 
 }  // namespace xdpvhost::dataplane

@@ -30,7 +30,7 @@ class FrameBacklog {
       meta_ = std::make_unique<Meta[]>(capacity_);
     }
     const std::uint32_t i = (head_ + count_) % capacity_;
-    meta_[i] = Meta{frame.len, frame.needs_csum, frame.csum_start, frame.csum_offset};
+    meta_[i] = Meta{frame.len, frame.offload};
     gather(frame, 0, storage_.get() + std::size_t{i} * slot_bytes_, frame.len);
     ++count_;
     return true;
@@ -40,15 +40,7 @@ class FrameBacklog {
   Frame front(Span& span) const noexcept {
     const Meta& m = meta_[head_];
     span = Span{storage_.get() + std::size_t{head_} * slot_bytes_, m.len};
-    Frame f;
-    f.spans = &span;
-    f.span_count = 1;
-    f.len = m.len;
-    f.needs_csum = m.needs_csum;
-    f.csum_start = m.csum_start;
-    f.csum_offset = m.csum_offset;
-    load_ethernet_header(f);
-    return f;
+    return Frame(span, m.offload);
   }
   void pop() noexcept {
     head_ = (head_ + 1) % capacity_;
@@ -64,8 +56,7 @@ class FrameBacklog {
  private:
   struct Meta {
     std::uint32_t len;
-    bool needs_csum;
-    std::uint16_t csum_start, csum_offset;
+    Offload offload;
   };
   std::uint32_t capacity_;
   std::uint32_t slot_bytes_;

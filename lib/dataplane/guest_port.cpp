@@ -9,6 +9,7 @@
 
 #include "dataplane/checksum.hpp"
 #include "dataplane/forwarder.hpp"
+#include "net/ethernet.hpp"
 #include "sys/log_rate.hpp"
 #include "virtio/features.hpp"
 #include "virtio/net_header.hpp"
@@ -92,13 +93,14 @@ std::uint32_t flow_hash(const Frame& frame) noexcept {
 
 }  // namespace
 
-GuestPort::GuestPort(std::uint32_t id, std::string name, MacAddress mac, std::uint32_t uplink,
+GuestPort::GuestPort(std::uint32_t id, std::string name, net::MacAddress mac, std::uint32_t uplink,
                      Options options)
     : Port(id, std::move(name), PortKind::kGuest, mac, uplink),
       options_(options),
       tunables_(options.tunables),
-      max_frame_(options.mtu + kL2Overhead),
-      backlog_(kBacklogFrames, std::max(options.mtu + kL2Overhead, 1518u)) {
+      max_frame_(net::max_frame_for_mtu(options.mtu)),
+      backlog_(kBacklogFrames,
+               std::max(net::max_frame_for_mtu(options.mtu), net::max_frame_for_mtu(1500))) {
   tx_spans_.reserve(64);
   rx_chains_.resize(4);
 }
@@ -144,7 +146,7 @@ void GuestPort::set_mtu(std::uint32_t mtu) noexcept {
   // Held frames are sized by the configured MTU: a bigger MTU told later by
   // the frontend is honoured, but such frames are not held for a guest
   // without buffers (they count as no_rx_buffer).
-  max_frame_ = mtu + kL2Overhead;
+  max_frame_ = net::max_frame_for_mtu(mtu);
 }
 
 void GuestPort::forget_backlog() {
@@ -236,7 +238,7 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
 }
 
 bool GuestPort::frame_from_chain(const DescriptorChain& chain, Frame& frame) {
-  if (chain.readable_bytes < header_size_ + Frame::kEthernetHeader) return false;
+  if (chain.readable_bytes < header_size_ + net::kEthernetHeader) return false;
   // The header may be split over descriptors (ANY_LAYOUT): gather it.
   Frame whole;
   whole.spans = chain.readable.data();
@@ -261,9 +263,7 @@ bool GuestPort::frame_from_chain(const DescriptorChain& chain, Frame& frame) {
   if (header.gso_type != NetHeader::kGsoNone) return false;  // no TSO/UFO was offered
   if (header.flags & NetHeader::kFlagNeedsCsum) {
     if (std::uint32_t{header.csum_start} + header.csum_offset + 2 > frame.len) return false;
-    frame.needs_csum = true;
-    frame.csum_start = header.csum_start;
-    frame.csum_offset = header.csum_offset;
+    frame.offload.csum = ChecksumRequest{true, header.csum_start, header.csum_offset};
   }
   return load_ethernet_header(frame);
 }
@@ -339,14 +339,15 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
 
   NetHeader header{};
   header.num_buffers = static_cast<std::uint16_t>(n);
-  std::uint16_t csum = 0;
+  std::uint16_t csum_value = 0;
   bool patch_csum = false;
-  if (frame.needs_csum) {
+  const ChecksumRequest& csum = frame.offload.csum;
+  if (csum.needed) {
     if (guest_csum_) {
       header.flags = NetHeader::kFlagNeedsCsum;
-      header.csum_start = frame.csum_start;
-      header.csum_offset = frame.csum_offset;
-    } else if (complete_checksum(frame, csum)) {
+      header.csum_start = csum.start;
+      header.csum_offset = csum.offset;
+    } else if (complete_checksum(frame, csum_value)) {
       patch_csum = true;  // the guest cannot take a partial checksum: finish it
     } else {
       q->ring.unpop(static_cast<std::uint16_t>(n));
@@ -360,8 +361,8 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
     out.write(frame.spans[i].data, frame.spans[i].len);
   if (patch_csum) {
     ChainWriter at(rx_chains_, n);
-    at.write(nullptr, header_size_ + frame.csum_start + frame.csum_offset);
-    at.write(&csum, sizeof csum);
+    at.write(nullptr, header_size_ + csum.start + csum.offset);
+    at.write(&csum_value, sizeof csum_value);
   }
   std::uint32_t left = need;
   for (unsigned i = 0; i < n; ++i) {

@@ -37,7 +37,7 @@ class GuestPort final : public Port {
     PortTunables tunables;
   };
 
-  GuestPort(std::uint32_t id, std::string name, MacAddress mac, std::uint32_t uplink,
+  GuestPort(std::uint32_t id, std::string name, net::MacAddress mac, std::uint32_t uplink,
             Options options);
 
   // ---- commands (owning thread) ----
@@ -70,8 +70,6 @@ class GuestPort final : public Port {
   void wait_fds(std::vector<WaitFd>& out, bool& needs_timer) override;
 
  private:
-  static constexpr std::uint32_t kL2Overhead = 14 + 4;  // Ethernet header + one VLAN tag
-
   struct Queue {
     virtio::SplitQueue ring;
     sys::UniqueFd kick;

@@ -25,9 +25,7 @@ class Mailbox {
   struct Slot {
     std::uint32_t port_id;
     std::uint32_t len;
-    bool needs_csum;
-    std::uint16_t csum_start;
-    std::uint16_t csum_offset;
+    Offload offload;
     alignas(64) std::uint8_t data[kMaxFrame];
   };
 
@@ -41,9 +39,7 @@ class Mailbox {
     Slot& s = slots_[head % kSlots];
     s.port_id = port_id;
     s.len = gather(frame, 0, s.data, frame.len);
-    s.needs_csum = frame.needs_csum;
-    s.csum_start = frame.csum_start;
-    s.csum_offset = frame.csum_offset;
+    s.offload = frame.offload;
     head_.store(head + 1, std::memory_order_release);
     return true;
   }
@@ -60,16 +56,8 @@ class Mailbox {
     unsigned n = 0;
     while (tail != head && n < max) {
       Slot& s = slots_[tail % kSlots];
-      Span span{s.data, s.len};
-      Frame frame;
-      frame.spans = &span;
-      frame.span_count = 1;
-      frame.len = s.len;
-      frame.needs_csum = s.needs_csum;
-      frame.csum_start = s.csum_start;
-      frame.csum_offset = s.csum_offset;
-      load_ethernet_header(frame);
-      fn(s.port_id, frame);
+      const Span span{s.data, s.len};
+      fn(s.port_id, Frame(span, s.offload));
       ++tail;
       ++n;
     }

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dataplane/mac_address.hpp"
+#include "net/mac_address.hpp"
 #include "dataplane/port.hpp"
 
 namespace xdpvhost::dataplane {
@@ -45,7 +45,7 @@ class SwitchTable {
   }
   const std::vector<SwitchEntry>& entries() const noexcept { return entries_; }
   // Guest port owning `mac`, or nullptr.
-  const SwitchEntry* find_guest(const MacAddress& mac) const noexcept {
+  const SwitchEntry* find_guest(const net::MacAddress& mac) const noexcept {
     auto it = by_mac_.find(mac.key());
     return it == by_mac_.end() ? nullptr : &entries_[it->second];
   }

@@ -1,8 +1,11 @@
 #pragma once
-// Run-time tunables of the datapath. The control side changes them by
-// posting a command to each service thread; the thread reads its own copy.
+// Run-time tunables of the datapath, and the one place their defaults are
+// written (proto/config.schema.json repeats them for readers; a unit test
+// checks that the two agree). The control side changes them by posting a
+// command to each service thread; the thread reads its own copy.
 
 #include <cstdint>
+#include <optional>
 
 namespace xdpvhost::dataplane {
 
@@ -14,13 +17,53 @@ struct Tunables {
   std::uint32_t tx_inflight_max = 1024;  // frames between AF_XDP TX and completion (003)
   bool napi_busy_poll = false;           // drive the NIC's NAPI from the service thread (002)
   std::uint32_t busy_poll_budget = 64;   // SO_BUSY_POLL_BUDGET
+  bool operator==(const Tunables&) const = default;
 };
 
-// Per-port overrides of the burst and batch sizes.
+// A port's overrides of the global tunables; an empty member means "the
+// global value".
+struct PortTunableOverrides {
+  std::optional<std::uint32_t> signal_batch;
+  std::optional<std::uint32_t> rx_burst;
+  std::optional<std::uint32_t> tx_burst;
+  bool empty() const noexcept { return !signal_batch && !rx_burst && !tx_burst; }
+  bool operator==(const PortTunableOverrides&) const = default;
+};
+
+// An uplink's overrides of the global tunables.
+struct UplinkTunableOverrides {
+  std::optional<std::uint32_t> tx_inflight_max;
+  std::optional<bool> napi_busy_poll;
+  std::optional<std::uint32_t> busy_poll_budget;
+  bool empty() const noexcept { return !tx_inflight_max && !napi_busy_poll && !busy_poll_budget; }
+  bool operator==(const UplinkTunableOverrides&) const = default;
+};
+
+// The global values with the overrides applied.
+constexpr Tunables resolve(const Tunables& global, const PortTunableOverrides& o) noexcept {
+  Tunables t = global;
+  t.signal_batch = o.signal_batch.value_or(t.signal_batch);
+  t.rx_burst = o.rx_burst.value_or(t.rx_burst);
+  t.tx_burst = o.tx_burst.value_or(t.tx_burst);
+  return t;
+}
+constexpr Tunables resolve(const Tunables& global, const UplinkTunableOverrides& o) noexcept {
+  Tunables t = global;
+  t.tx_inflight_max = o.tx_inflight_max.value_or(t.tx_inflight_max);
+  t.napi_busy_poll = o.napi_busy_poll.value_or(t.napi_busy_poll);
+  t.busy_poll_budget = o.busy_poll_budget.value_or(t.busy_poll_budget);
+  return t;
+}
+
+// What a guest port reads of the (resolved) tunables.
 struct PortTunables {
-  std::uint32_t signal_batch = 32;
-  std::uint32_t rx_burst = 64;
-  std::uint32_t tx_burst = 64;
+  std::uint32_t signal_batch = Tunables{}.signal_batch;
+  std::uint32_t rx_burst = Tunables{}.rx_burst;
+  std::uint32_t tx_burst = Tunables{}.tx_burst;
+
+  static PortTunables of(const Tunables& t) noexcept {
+    return PortTunables{t.signal_batch, t.rx_burst, t.tx_burst};
+  }
 };
 
 }  // namespace xdpvhost::dataplane

@@ -25,7 +25,7 @@ constexpr std::uint32_t kTxBudget = 256;
 
 UplinkQueuePort::UplinkQueuePort(std::uint32_t id, std::string name, std::uint32_t uplink,
                                  Options options)
-    : Port(id, std::move(name), PortKind::kUplink, MacAddress{}, uplink), options_(options) {
+    : Port(id, std::move(name), PortKind::kUplink, net::MacAddress{}, uplink), options_(options) {
   flood_buffers_.resize(kFloodBatch * kFloodFrameBytes);
   flood_frames_.resize(kFloodBatch);
   status_.napi_busy_poll_requested.store(options_.tunables.napi_busy_poll);
@@ -74,12 +74,7 @@ void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
 void UplinkQueuePort::unbind() {
   if (socket_) {
     refresh_statistics();
-    stats_base_.rx_dropped += stats_last_.rx_dropped;
-    stats_base_.rx_invalid_descs += stats_last_.rx_invalid_descs;
-    stats_base_.tx_invalid_descs += stats_last_.tx_invalid_descs;
-    stats_base_.rx_ring_full += stats_last_.rx_ring_full;
-    stats_base_.rx_fill_ring_empty_descs += stats_last_.rx_fill_ring_empty_descs;
-    stats_base_.tx_ring_empty_descs += stats_last_.tx_ring_empty_descs;
+    stats_base_ += stats_last_;
     stats_last_ = {};
   }
   // The socket goes before its UMEM (libxdp ties the rings to the socket).
@@ -92,7 +87,7 @@ void UplinkQueuePort::unbind() {
   wait_fds_changed();
 }
 
-void UplinkQueuePort::set_flood_socket(std::unique_ptr<xsk::FloodSocket> flood) {
+void UplinkQueuePort::set_flood_socket(std::unique_ptr<nic::FloodSocket> flood) {
   flood_ = std::move(flood);
   wait_fds_changed();
 }
@@ -160,7 +155,7 @@ unsigned UplinkQueuePort::poll(Forwarder& forwarder) {
     if (n == 0 && socket_->rx_pending() == 0) {
       // Seed 002: nothing on the rings -- drive the NIC's NAPI ourselves.
       socket_->wakeup_rx();
-      status_.napi_polls.add();
+      queue_counters_.napi_polls.add();
     }
     if (napi_prefer_ && starvation_.round(n)) {
       xsk::StarvationSample sample;
@@ -188,12 +183,9 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
   std::uint32_t done = 0;
   for (; done < got; ++done) {
     const xdp_desc& d = socket_->rx_desc(idx + done);
-    Span span{umem_->data(d.addr), d.len};
-    Frame frame;
-    frame.spans = &span;
-    frame.span_count = 1;
-    frame.len = d.len;
-    if (!load_ethernet_header(frame)) {
+    const Span span{umem_->data(d.addr), d.len};
+    const Frame frame(span);
+    if (!frame.has_ethernet_header()) {
       counters().drop(DropReason::kMalformed);
     } else {
       if (!forwarder.forward(*this, frame)) break;  // destination full: keep the rest
@@ -218,29 +210,26 @@ unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {
   flood_countdown_ = kFloodPollRounds;
   for (unsigned i = 0; i < kFloodBatch; ++i)
     flood_frames_[i] =
-        xsk::FloodFrame{flood_buffers_.data() + i * kFloodFrameBytes, kFloodFrameBytes, 0, false};
+        nic::FloodFrame{flood_buffers_.data() + i * kFloodFrameBytes, kFloodFrameBytes, 0, false};
   const int got = flood_->recv_batch(flood_frames_.data(), kFloodBatch);
   if (got <= 0) return 0;
   if (got == static_cast<int>(kFloodBatch)) flood_countdown_ = 0;  // more may be waiting
   for (int i = 0; i < got; ++i) {
-    const xsk::FloodFrame& f = flood_frames_[static_cast<std::size_t>(i)];
+    const nic::FloodFrame& f = flood_frames_[static_cast<std::size_t>(i)];
     if (f.truncated) {
       counters().drop(DropReason::kOversize);
       continue;
     }
-    Span span{f.data, f.len};
-    Frame frame;
-    frame.spans = &span;
-    frame.span_count = 1;
-    frame.len = f.len;
-    if (!load_ethernet_header(frame)) {
+    const Span span{f.data, f.len};
+    const Frame frame(span);
+    if (!frame.has_ethernet_header()) {
       counters().drop(DropReason::kMalformed);
       continue;
     }
     forwarder.forward(*this, frame);  // multicast: flooded, never held back
     counters().rx_packets.add();
     counters().rx_bytes.add(f.len);
-    status_.flood_rx.add();
+    queue_counters_.flood_rx.add();
   }
   return static_cast<unsigned>(got);
 }
@@ -275,15 +264,12 @@ void UplinkQueuePort::deliver(const Frame& frame) {
   const std::uint64_t addr = umem_->frames().alloc();
   std::uint8_t* data = umem_->data(addr);
   gather(frame, 0, data, frame.len);
-  if (frame.needs_csum) {
+  if (const ChecksumRequest& csum = frame.offload.csum; csum.needed) {
     // The guest left the L4 checksum to the "NIC": finish it on the copy.
-    Span span{data, frame.len};
-    Frame copy = frame;
-    copy.spans = &span;
-    copy.span_count = 1;
+    const Span span{data, frame.len};
     std::uint16_t value = 0;
-    if (complete_checksum(copy, value))
-      std::memcpy(data + frame.csum_start + frame.csum_offset, &value, sizeof value);
+    if (complete_checksum(Frame(span, frame.offload), value))
+      std::memcpy(data + csum.start + csum.offset, &value, sizeof value);
   }
   xdp_desc& d = socket_->tx_desc(idx);
   d.addr = addr;
@@ -304,14 +290,15 @@ void UplinkQueuePort::kick_tx() noexcept {
   // Seed 004: only when the kernel needs it (need_wakeup, or copy mode with
   // descriptors pending: the kernel only sends inside sendto).
   if (!socket_->tx_kick_needed()) return;
-  status_.tx_kicks.add();
+  queue_counters_.tx_kicks.add();
   switch (socket_->kick_tx()) {
     case xsk::WakeupResult::kOk:
     case xsk::WakeupResult::kBusy:
       break;
     case xsk::WakeupResult::kAgain:
     case xsk::WakeupResult::kNoBuffers:
-      status_.tx_kicks_again.add();  // descriptors stay on the ring: kicked again next round
+      queue_counters_.tx_kicks_again
+          .add();  // descriptors stay on the ring: kicked again next round
       break;
     case xsk::WakeupResult::kNetDown:
       link_up_ = false;  // the link monitor reports it; frames now count as uplink_down
@@ -349,26 +336,24 @@ void UplinkQueuePort::refresh_statistics() noexcept {
   if (socket_->read_statistics(s) != 0) return;
   stats_last_ = s;
   // Kernel counters are per socket: a rebound socket starts from zero, so
-  // ours add what is new since the last read and never go backwards.
-  auto set = [](Counter& c, std::uint64_t v) {
-    if (v > c.get()) c.add(v - c.get());
-  };
-  const xsk::XskStatistics& b = stats_base_;
-  set(status_.rx_dropped, b.rx_dropped + s.rx_dropped);
-  set(status_.rx_invalid_descs, b.rx_invalid_descs + s.rx_invalid_descs);
-  set(status_.tx_invalid_descs, b.tx_invalid_descs + s.tx_invalid_descs);
-  set(status_.rx_ring_full, b.rx_ring_full + s.rx_ring_full);
-  set(status_.rx_fill_ring_empty_descs, b.rx_fill_ring_empty_descs + s.rx_fill_ring_empty_descs);
-  set(status_.tx_ring_empty_descs, b.tx_ring_empty_descs + s.tx_ring_empty_descs);
+  // ours count every socket the queue had and never go backwards.
+  const xsk::XskStatistics total = stats_base_ + s;
+  UplinkQueueCounters& c = queue_counters_;
+  c.rx_dropped.raise_to(total.rx_dropped);
+  c.rx_invalid_descs.raise_to(total.rx_invalid_descs);
+  c.tx_invalid_descs.raise_to(total.tx_invalid_descs);
+  c.rx_ring_full.raise_to(total.rx_ring_full);
+  c.rx_fill_ring_empty_descs.raise_to(total.rx_fill_ring_empty_descs);
+  c.tx_ring_empty_descs.raise_to(total.tx_ring_empty_descs);
 }
 
 void UplinkQueuePort::housekeeping() {
   if (!socket_) return;
   refresh_statistics();
   if (flood_) {
-    xsk::FloodSocket::Stats s;
+    nic::FloodSocket::Stats s;
     if (flood_->read_and_reset_stats(s) == 0 && s.dropped != 0)
-      status_.flood_dropped.add(s.dropped);
+      queue_counters_.flood_dropped.add(s.dropped);
   }
   if (options_.tunables.napi_busy_poll && !napi_active_ && status_.napi_id.load() == 0) {
     std::uint32_t napi = 0;

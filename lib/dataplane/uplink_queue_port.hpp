@@ -23,7 +23,7 @@
 #include "dataplane/port.hpp"
 #include "dataplane/tunables.hpp"
 #include "xsk/busy_poll.hpp"
-#include "xsk/flood_socket.hpp"
+#include "nic/flood_socket.hpp"
 #include "xsk/starvation_detector.hpp"
 #include "xsk/umem.hpp"
 #include "xsk/xsk_socket.hpp"
@@ -38,14 +38,6 @@ struct UplinkQueueStatus {
   std::atomic<std::uint32_t> napi_id{0};
   std::atomic<bool> napi_busy_poll_requested{false};
   std::atomic<bool> napi_busy_poll_active{false};
-  // XDP_STATISTICS, refreshed by housekeeping (~10 Hz) and at unbind.
-  Counter rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full, rx_fill_ring_empty_descs,
-      tx_ring_empty_descs;
-  Counter tx_kicks;        // sendto() calls
-  Counter tx_kicks_again;  // sendto() answered EAGAIN (copy-mode batch budget used up)
-  Counter napi_polls;      // recvfrom() driving NAPI while the rings were empty
-  Counter flood_rx;        // broadcast/multicast copies from the packet socket
-  Counter flood_dropped;   // lost in the packet socket's buffer
 };
 
 class UplinkQueuePort final : public Port {
@@ -63,7 +55,7 @@ class UplinkQueuePort final : public Port {
   void bind(std::unique_ptr<xsk::Umem> umem, std::unique_ptr<xsk::XskSocket> socket);
   // Drops the socket (and UMEM); frames in flight are lost with it.
   void unbind();
-  void set_flood_socket(std::unique_ptr<xsk::FloodSocket> flood);
+  void set_flood_socket(std::unique_ptr<nic::FloodSocket> flood);
   void set_link_up(bool up) noexcept;
   void set_max_frame(std::uint32_t bytes) noexcept { options_.max_frame = bytes; }
   void set_tunables(const Tunables& t);
@@ -76,6 +68,7 @@ class UplinkQueuePort final : public Port {
   // ---- any thread ----
   std::uint32_t queue() const noexcept { return options_.queue; }
   const UplinkQueueStatus& status() const noexcept { return status_; }
+  const UplinkQueueCounters& queue_counters() const noexcept { return queue_counters_; }
   // Why NAPI busy polling is (in)active; written by commands, read by control.
   std::string napi_busy_poll_reason() const;
 
@@ -101,7 +94,7 @@ class UplinkQueuePort final : public Port {
   Options options_;
   std::unique_ptr<xsk::Umem> umem_;
   std::unique_ptr<xsk::XskSocket> socket_;
-  std::unique_ptr<xsk::FloodSocket> flood_;
+  std::unique_ptr<nic::FloodSocket> flood_;
   bool link_up_ = false;
   std::uint32_t tx_reserved_ = 0;  // descriptors written but not submitted
   bool tx_needs_kick_ = false;
@@ -117,12 +110,13 @@ class UplinkQueuePort final : public Port {
   xsk::XskStatistics stats_last_;
 
   UplinkQueueStatus status_;
+  UplinkQueueCounters queue_counters_;
   mutable std::mutex reason_mutex_;  // control path only: set by commands, read by reports
   std::string reason_ = "not requested";
 
   unsigned flood_countdown_ = 0;  // poll rounds until the flood socket is read again
   std::vector<std::uint8_t> flood_buffers_;
-  std::vector<xsk::FloodFrame> flood_frames_;
+  std::vector<nic::FloodFrame> flood_frames_;
 };
 
 }  // namespace xdpvhost::dataplane

@@ -12,24 +12,10 @@
 #include <filesystem>
 
 #include "sys/log_rate.hpp"
+#include "sys/unix_socket_path.hpp"
 #include "vhost/message_table.hpp"
 
 namespace xdpvhost::vhost {
-namespace {
-
-bool make_address(const std::string& path, sockaddr_un& addr, std::string& error) {
-  addr = {};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    error = "socket path \"" + path + "\" is empty or longer than " +
-            std::to_string(sizeof addr.sun_path - 1) + " bytes";
-    return false;
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  return true;
-}
-
-}  // namespace
 
 SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Device& device,
                                StateCallback on_state)
@@ -51,31 +37,18 @@ void SocketEndpoint::set_state(State s) {
 
 bool SocketEndpoint::start(std::string& error) {
   sockaddr_un addr;
-  if (!make_address(options_.path, addr, error)) return false;
+  if (!sys::unix_socket_address(options_.path, addr, error)) return false;
   stopping_ = false;
   if (options_.mode == Mode::kClient) {
     set_state(State::kWaiting);
     try_connect();
     return true;
   }
-  std::error_code mkdir_error;
-  std::filesystem::create_directories(std::filesystem::path(options_.path).parent_path(),
-                                      mkdir_error);
-  struct stat st {};
-  if (::lstat(options_.path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      error = options_.path + " exists and is not a socket";
-      return false;
-    }
-    ::unlink(options_.path.c_str());  // left over by a previous run
-  }
-  sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(fd.get(), 4) != 0) {
-    error = "cannot listen on " + options_.path + ": " + std::strerror(errno);
-    return false;
-  }
-  ::chmod(options_.path.c_str(), options_.socket_mode);
+  sys::UnixListenOptions listen;
+  listen.mode = options_.socket_mode;
+  listen.backlog = 4;
+  sys::UniqueFd fd = sys::listen_unix(options_.path, listen, error);
+  if (!fd.valid()) return false;
   listen_fd_ = std::move(fd);
   listen_wait_.emplace(io_, listen_fd_.get());
   set_state(State::kWaiting);
@@ -93,7 +66,7 @@ void SocketEndpoint::stop() {
   }
   if (listen_fd_.valid()) {
     listen_fd_.reset();
-    ::unlink(options_.path.c_str());
+    sys::remove_unix_socket(options_.path);
   }
   set_state(State::kStopped);
 }
@@ -128,7 +101,7 @@ void SocketEndpoint::try_connect() {
   if (stopping_) return;
   sockaddr_un addr;
   std::string error;
-  if (!make_address(options_.path, addr, error)) return;
+  if (!sys::unix_socket_address(options_.path, addr, error)) return;
   sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.valid() && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
     attach(std::move(fd));

@@ -17,12 +17,13 @@
 #include "sys/unique_fd.hpp"
 #include "vhost/connection.hpp"
 #include "vhost/device.hpp"
+#include "vhost/socket_mode.hpp"
 
 namespace xdpvhost::vhost {
 
 class SocketEndpoint {
  public:
-  enum class Mode : std::uint8_t { kServer, kClient };
+  using Mode = SocketMode;
   enum class State : std::uint8_t { kStopped, kWaiting, kConnected };
 
   struct Options {

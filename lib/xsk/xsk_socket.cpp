@@ -15,25 +15,6 @@
 
 namespace xdpvhost::xsk {
 
-std::optional<BindMode> parse_bind_mode(std::string_view text) {
-  if (text == "auto") return BindMode::kAuto;
-  if (text == "zerocopy" || text == "zero-copy") return BindMode::kZeroCopy;
-  if (text == "copy") return BindMode::kCopy;
-  return std::nullopt;
-}
-
-const char* to_string(BindMode mode) {
-  switch (mode) {
-    case BindMode::kAuto:
-      return "auto";
-    case BindMode::kZeroCopy:
-      return "zerocopy";
-    case BindMode::kCopy:
-      return "copy";
-  }
-  return "unknown";
-}
-
 const char* to_string(WakeupResult result) {
   switch (result) {
     case WakeupResult::kOk:

@@ -2,7 +2,7 @@
 // One AF_XDP socket bound to (interface, queue) with its RX and TX rings,
 // created through libxdp's xsk_socket__create with
 // XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD: the XDP program is ours
-// (xsk::XdpProgram), and the caller puts fd() into its xsks_map.
+// (nic::XdpProgram), and the caller puts fd() into its xsks_map.
 //
 // Bind mode: kAuto tries XDP_ZEROCOPY and falls back to XDP_COPY; the mode
 // the kernel actually uses is read back with getsockopt(XDP_OPTIONS) and
@@ -20,14 +20,10 @@
 #include <string>
 #include <string_view>
 
+#include "xsk/bind_mode.hpp"
 #include "xsk/umem.hpp"
 
 namespace xdpvhost::xsk {
-
-enum class BindMode : std::uint8_t { kAuto, kZeroCopy, kCopy };
-
-std::optional<BindMode> parse_bind_mode(std::string_view text);  // "auto|zerocopy|copy"
-const char* to_string(BindMode mode);
 
 struct XskSocketConfig {
   std::string ifname;
@@ -46,6 +42,19 @@ struct XskStatistics {
   std::uint64_t rx_ring_full = 0;              // RX ring had no room
   std::uint64_t rx_fill_ring_empty_descs = 0;  // kernel found the fill ring empty
   std::uint64_t tx_ring_empty_descs = 0;       // kernel found the TX ring empty (zero-copy)
+
+  XskStatistics& operator+=(const XskStatistics& s) noexcept {
+    rx_dropped += s.rx_dropped;
+    rx_invalid_descs += s.rx_invalid_descs;
+    tx_invalid_descs += s.tx_invalid_descs;
+    rx_ring_full += s.rx_ring_full;
+    rx_fill_ring_empty_descs += s.rx_fill_ring_empty_descs;
+    tx_ring_empty_descs += s.tx_ring_empty_descs;
+    return *this;
+  }
+  friend XskStatistics operator+(XskStatistics a, const XskStatistics& b) noexcept {
+    return a += b;
+  }
 };
 
 // Outcome of one sendto()/recvfrom() wakeup, after

@@ -27,13 +27,22 @@ std::vector<UplinkMetrics> sample_uplinks() {
     m.bind_mode = "copy";
     m.napi_id = 8193 + q;
     m.napi_busy_poll_active = q == 1;
-    m.port.rx_packets = 100 + q;
-    m.port.tx_bytes = 64000;
-    m.port.drops[static_cast<std::size_t>(dataplane::DropReason::kUplinkTxFull)] = 9;
-    m.rx_dropped = 1;
-    m.rx_ring_full = 2;
-    m.rx_fill_ring_empty_descs = 4;
-    m.tx_ring_empty_descs = 5;
+    using dataplane::counter_index;
+    using dataplane::kPortCounters;
+    using dataplane::kUplinkQueueCounters;
+    using dataplane::PortCounters;
+    using dataplane::UplinkQueueCounters;
+    m.stats.queue = q;
+    m.stats.port.counters[counter_index(kPortCounters, &PortCounters::rx_packets)] = 100 + q;
+    m.stats.port.counters[counter_index(kPortCounters, &PortCounters::tx_bytes)] = 64000;
+    m.stats.port.drops[static_cast<std::size_t>(dataplane::DropReason::kUplinkTxFull)] = 9;
+    auto queue_counter = [&](dataplane::Counter UplinkQueueCounters::*member) -> std::uint64_t& {
+      return m.stats.counters[counter_index(kUplinkQueueCounters, member)];
+    };
+    queue_counter(&UplinkQueueCounters::rx_dropped) = 1;
+    queue_counter(&UplinkQueueCounters::rx_ring_full) = 2;
+    queue_counter(&UplinkQueueCounters::rx_fill_ring_empty_descs) = 4;
+    queue_counter(&UplinkQueueCounters::tx_ring_empty_descs) = 5;
     u.queues.push_back(m);
   }
   return {u};

@@ -91,8 +91,8 @@ class PortBackend final : public vhost::DeviceBackend {
   dataplane::GuestPort& port_;
 };
 
-dataplane::MacAddress mac(std::uint8_t last) {
-  dataplane::MacAddress m;
+net::MacAddress mac(std::uint8_t last) {
+  net::MacAddress m;
   m.bytes = {0x02, 0, 0, 0, 0, last};
   return m;
 }

@@ -75,10 +75,10 @@ TEST(Config, PortDefaults) {
   const PortConfig& p = r->ports.at(0);
   EXPECT_EQ(p.name, "vm1");
   EXPECT_EQ(p.socket, "/run/t/vm1.sock");
-  EXPECT_EQ(p.mode, PortMode::kServer);
-  EXPECT_EQ(p.mac, (MacBytes{0x52, 0x54, 0, 0, 0, 1}));
+  EXPECT_EQ(p.mode, vhost::SocketMode::kServer);
+  EXPECT_EQ(p.mac, net::MacAddress::parse("52:54:00:00:00:01"));
   EXPECT_FALSE(p.uplink);
-  EXPECT_EQ(p.queues, 1u);
+  EXPECT_EQ(p.queue_pairs, 1u);
   EXPECT_EQ(p.mtu, 1500u);
   EXPECT_FALSE(p.thread);
   EXPECT_TRUE(p.tunables.empty());
@@ -92,19 +92,19 @@ TEST(Config, FullExampleHasEveryValue) {
   const Config& c = *r;
   ASSERT_EQ(c.ports.size(), 2u);
   EXPECT_EQ(c.ports[0].uplink, "up0");
-  EXPECT_EQ(c.ports[0].queues, 2u);
+  EXPECT_EQ(c.ports[0].queue_pairs, 2u);
   EXPECT_EQ(c.ports[0].mtu, 3000u);
   EXPECT_EQ(c.ports[0].thread, 0u);
   EXPECT_EQ(c.ports[0].tunables.signal_batch, 16u);
   EXPECT_EQ(c.ports[0].tunables.rx_burst, 32u);
   EXPECT_EQ(c.ports[0].tunables.tx_burst, 32u);
-  EXPECT_EQ(c.ports[1].mode, PortMode::kClient);
-  EXPECT_EQ(c.ports[1].mac, (MacBytes{0x02, 0, 0, 0, 0, 2}));
+  EXPECT_EQ(c.ports[1].mode, vhost::SocketMode::kClient);
+  EXPECT_EQ(c.ports[1].mac, net::MacAddress::parse("02:00:00:00:00:02"));
   ASSERT_EQ(c.uplinks.size(), 1u);
   const UplinkConfig& u = c.uplinks[0];
   EXPECT_EQ(u.interface, "eth1");
   EXPECT_EQ(u.queues, (std::vector<std::uint32_t>{0, 1, 2, 3}));
-  EXPECT_EQ(u.bind, BindMode::kZerocopy);
+  EXPECT_EQ(u.bind, xsk::BindMode::kZeroCopy);
   EXPECT_EQ(u.frame_size, 4096u);
   EXPECT_EQ(u.ring_size, 4096u);
   EXPECT_EQ(u.thread, 1u);
@@ -344,8 +344,8 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
   EXPECT_EQ(j["log"]["level"], "info");
   EXPECT_FALSE(j.contains("state_file"));
   EXPECT_FALSE(j.contains("bpf_object"));
-  EXPECT_EQ(to_json(PortTunables{}), json::object());
-  EXPECT_EQ(to_json(UplinkTunables{std::nullopt, false, std::nullopt}),
+  EXPECT_EQ(to_json(dataplane::PortTunableOverrides{}), json::object());
+  EXPECT_EQ(to_json(dataplane::UplinkTunableOverrides{std::nullopt, false, std::nullopt}),
             (json{{"napi_busy_poll", false}}));
 }
 
@@ -395,7 +395,7 @@ TEST(Config, ParseUplinkForUplinkAdd) {
   auto r = parse_uplink({{"name", "up1"}, {"interface", "eth2"}});
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->queues, (std::vector<std::uint32_t>{0}));
-  EXPECT_EQ(r->bind, BindMode::kAuto);
+  EXPECT_EQ(r->bind, xsk::BindMode::kAuto);
   EXPECT_EQ(r->frame_size, 2048u);
   EXPECT_EQ(r->ring_size, 2048u);
   auto bad = parse_uplink({{"name", "up1"}, {"interface", "eth2"}, {"ring_size", 100}});
@@ -403,20 +403,15 @@ TEST(Config, ParseUplinkForUplinkAdd) {
   EXPECT_EQ(bad.error().message.rfind("params.ring_size: 100 is not one of 64, 128,", 0), 0u);
 }
 
-TEST(Config, MacAndEnumHelpers) {
-  EXPECT_EQ(parse_mac("52:54:00:Ab:cD:ef"), (MacBytes{0x52, 0x54, 0x00, 0xab, 0xcd, 0xef}));
-  EXPECT_FALSE(parse_mac("52:54:00:ab:cd"));
-  EXPECT_FALSE(parse_mac("52-54-00-ab-cd-ef"));
-  EXPECT_FALSE(parse_mac("52:54:00:ab:cd:eg"));
-  EXPECT_EQ(format_mac({0x52, 0x54, 0x00, 0xab, 0xcd, 0xef}), "52:54:00:ab:cd:ef");
+TEST(Config, EnumHelpers) {
   EXPECT_EQ(parse_log_level("warn"), LogLevel::kWarn);
   EXPECT_FALSE(parse_log_level("warning"));
   for (auto l : {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
                  LogLevel::kError, LogLevel::kOff}) {
     EXPECT_EQ(parse_log_level(to_string(l)), l);
   }
-  EXPECT_EQ(to_string(PortMode::kClient), "client");
-  EXPECT_EQ(to_string(BindMode::kZerocopy), "zerocopy");
+  EXPECT_STREQ(vhost::to_string(vhost::SocketMode::kClient), "client");
+  EXPECT_STREQ(xsk::to_string(xsk::BindMode::kZeroCopy), "zerocopy");
 }
 
 TEST(ConfigFile, LoadsAndNamesTheFileInErrors) {

@@ -47,13 +47,7 @@ TEST(Checksum, CompletesAPartialUdpChecksumLikeANic) {
     auto frame = test::udp_frame(a, b, payload, /*partial_checksum=*/true);
     ASSERT_FALSE(test::udp_checksum_ok(frame));
     Span span{frame.data(), static_cast<std::uint32_t>(frame.size())};
-    Frame f;
-    f.spans = &span;
-    f.span_count = 1;
-    f.len = span.len;
-    f.needs_csum = true;
-    f.csum_start = 34;
-    f.csum_offset = 6;
+    const Frame f(span, Offload{ChecksumRequest{true, 34, 6}});
     std::uint16_t value;
     ASSERT_TRUE(complete_checksum(f, value));
     std::memcpy(frame.data() + 40, &value, 2);
@@ -65,17 +59,9 @@ TEST(Checksum, CompletesAPartialUdpChecksumLikeANic) {
 TEST(Checksum, RefusesOffsetsOutsideTheFrame) {
   std::vector<std::uint8_t> frame(60);
   Span span{frame.data(), 60};
-  Frame f;
-  f.spans = &span;
-  f.span_count = 1;
-  f.len = 60;
-  f.csum_start = 50;
-  f.csum_offset = 9;
   std::uint16_t value;
-  EXPECT_FALSE(complete_checksum(f, value));
-  f.csum_start = 60;
-  f.csum_offset = 0;
-  EXPECT_FALSE(complete_checksum(f, value));
+  EXPECT_FALSE(complete_checksum(Frame(span, Offload{ChecksumRequest{true, 50, 9}}), value));
+  EXPECT_FALSE(complete_checksum(Frame(span, Offload{ChecksumRequest{true, 60, 0}}), value));
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ struct Attached {
   Attached(Dataplane& dp, std::uint16_t thread, const std::uint8_t mac[6])
       : dp(dp),
         thread(thread),
-        port(dp.allocate_port_id(), "p", MacAddress::from(mac), Port::kNoUplinkId,
+        port(dp.allocate_port_id(), "p", net::MacAddress::from(mac), Port::kNoUplinkId,
              GuestPort::Options{}) {
     dp.attach(port, thread);
     for (std::uint32_t v : {0u, 1u}) {

@@ -1,0 +1,28 @@
+#pragma once
+// An uplink as the config file and uplink.add describe it: the one type the
+// daemon's config holds and the uplink's controller is built from. Defaults
+// are written here only (proto/config.schema.json repeats them for readers).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataplane/tunables.hpp"
+#include "xsk/bind_mode.hpp"
+
+namespace xdpvhost::controller {
+
+struct UplinkConfig {
+  std::string name;
+  std::string interface;
+  std::vector<std::uint32_t> queues{0};  // NIC queue ids, one AF_XDP socket each
+  xsk::BindMode bind = xsk::BindMode::kAuto;
+  std::uint32_t frame_size = 2048;
+  std::uint32_t ring_size = 2048;  // RX/TX/completion; the fill ring is twice this
+  std::optional<std::uint16_t> thread;
+  dataplane::UplinkTunableOverrides tunables;
+  bool operator==(const UplinkConfig&) const = default;
+};
+
+}  // namespace xdpvhost::controller

@@ -1,0 +1,344 @@
+#include "controller/uplink_controller.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "nic/flood_socket.hpp"
+#include "net/ethernet.hpp"
+#include "xsk/frame_room.hpp"
+#include "xsk/umem.hpp"
+
+namespace xdpvhost::controller {
+
+using dataplane::ServiceThread;
+
+namespace {}  // namespace
+
+const char* to_string(LinkState state) {
+  switch (state) {
+    case LinkState::kUp:
+      return "up";
+    case LinkState::kDown:
+      return "down";
+    case LinkState::kAbsent:
+      return "absent";
+  }
+  return "absent";
+}
+
+UplinkController::UplinkController(Dataplane& dataplane, boost::asio::io_context& io,
+                                   UplinkConfig config, std::uint32_t id, const Tunables& tunables,
+                                   std::string bpf_object)
+    : dataplane_(dataplane),
+      io_(io),
+      config_(std::move(config)),
+      id_(id),
+      tunables_(tunables),
+      bpf_object_(std::move(bpf_object)),
+      stats_timer_(io) {}
+
+UplinkController::~UplinkController() {
+  alive_.reset();
+  stats_timer_.cancel();
+  if (monitor_wait_) {
+    monitor_wait_->cancel();
+    monitor_wait_->release();
+  }
+  teardown();
+  if (attached_)
+    for (auto& port : ports_) dataplane_.detach(*port);
+}
+
+std::uint32_t UplinkController::max_frame() const {
+  std::uint32_t mtu = 1500;
+  for (const auto& [key, guest] : guests_) mtu = std::max(mtu, guest.second);
+  // Never more than one UMEM frame holds after the kernel's XDP headroom:
+  // longer frames are dropped (and counted) in XDP, not lost in the socket.
+  return std::min(net::max_frame_for_mtu(mtu), xsk::rx_frame_room(config_.frame_size));
+}
+
+bool UplinkController::start(std::string& error) {
+  for (std::uint32_t q : config_.queues) {
+    UplinkQueuePort::Options options;
+    options.queue = q;
+    options.max_frame = max_frame();
+    options.tunables = tunables_;
+    auto port = std::make_unique<UplinkQueuePort>(
+        dataplane_.allocate_port_id(), config_.name + ":q" + std::to_string(q), id_, options);
+    const std::uint16_t thread = config_.thread.value_or(dataplane_.least_loaded_thread());
+    if (thread >= dataplane_.thread_count()) {
+      error = "service thread " + std::to_string(thread) + " does not exist";
+      return false;
+    }
+    dataplane_.attach(*port, thread);
+    threads_.push_back(thread);
+    ports_.push_back(std::move(port));
+  }
+  attached_ = true;
+
+  monitor_ = nic::LinkMonitor::open(error);
+  if (!monitor_) return false;
+  std::vector<nic::LinkEvent> initial;
+  monitor_->read_events(initial);  // the current links, as kAdded
+  nic::LinkEvent link;
+  if (monitor_->lookup(config_.interface, link)) {
+    std::string why;
+    if (!setup(why)) spdlog::error("uplink {}: {}", config_.name, why);
+    set_link_up(link.up);
+  } else {
+    spdlog::warn("uplink {}: interface {} does not exist (yet); waiting for it", config_.name,
+                 config_.interface);
+  }
+  watch_links();
+  poll_program_stats();
+  return true;
+}
+
+bool UplinkController::setup(std::string& error) {
+  nic::XdpProgramOptions options;
+  options.object_path = bpf_object_;
+  options.max_frame_len = max_frame();
+  program_ = nic::XdpProgram::attach(config_.interface, options, error);
+  if (!program_) return false;
+  spdlog::info("uplink {}: XDP program on {}: {}", config_.name, config_.interface,
+               program_->attach_report());
+  std::string filter_error;
+  filter_ = nic::UnicastFilter::open(config_.interface, filter_error);
+  if (!filter_) spdlog::warn("uplink {}: unicast filter: {}", config_.name, filter_error);
+  for (const auto& [key, guest] : guests_) {
+    program_->add_guest_mac(guest.first);
+    if (filter_) filter_->add(guest.first);
+  }
+  std::string flood_error;
+  auto flood = nic::FloodSocket::open(config_.interface, flood_error);
+  if (!flood)
+    spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
+  UplinkQueuePort* first = ports_.front().get();
+  ServiceThread& thread = dataplane_.thread(threads_.front());
+  thread.call([&] { first->set_flood_socket(std::move(flood)); });
+  std::string bind_error;
+  if (!bind_queues(bind_error)) spdlog::warn("uplink {}: {}", config_.name, bind_error);
+  return true;
+}
+
+void UplinkController::teardown() {
+  unbind_queues();
+  if (!ports_.empty() && attached_) {
+    UplinkQueuePort* first = ports_.front().get();
+    dataplane_.thread(threads_.front()).call([&] { first->set_flood_socket(nullptr); });
+  }
+  filter_.reset();  // removes the unicast entries / promiscuous membership
+  if (program_) {
+    nic::XdpSteerStats s;
+    if (program_->read_stats(s) == 0) stats_base_ += s;
+    program_.reset();  // detaches
+  }
+}
+
+bool UplinkController::bind_queues(std::string& error) {
+  bool ok = true;
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    UplinkQueuePort* port = ports_[i].get();
+    xsk::UmemConfig umem_config;
+    umem_config.frame_size = config_.frame_size;
+    umem_config.fill_size = 2 * config_.ring_size;
+    umem_config.comp_size = config_.ring_size;
+    umem_config.frame_count = 4 * config_.ring_size;  // fill + RX in flight + TX
+    std::string why;
+    auto umem = xsk::Umem::create(umem_config, why);
+    std::unique_ptr<xsk::XskSocket> socket;
+    if (umem) {
+      xsk::XskSocketConfig sc;
+      sc.ifname = config_.interface;
+      sc.queue_id = port->queue();
+      sc.rx_size = config_.ring_size;
+      sc.tx_size = config_.ring_size;
+      sc.bind_mode = config_.bind;
+      socket = xsk::XskSocket::create(*umem, sc, why);
+    }
+    if (!socket) {
+      error = "queue " + std::to_string(port->queue()) + ": " + why;
+      ok = false;
+      continue;
+    }
+    if (int rc = program_->register_socket(port->queue(), socket->fd()); rc != 0) {
+      error = "queue " + std::to_string(port->queue()) + ": xsks_map update failed (" +
+              std::to_string(-rc) + ")";
+      ok = false;
+      continue;
+    }
+    spdlog::info("uplink {}: queue {} bound: {}", config_.name, port->queue(),
+                 socket->bind_report());
+    ServiceThread& thread = dataplane_.thread(threads_[i]);
+    thread.call([&] {
+      port->bind(std::move(umem), std::move(socket));
+      thread.wait_fds_changed();
+    });
+  }
+  return ok;
+}
+
+void UplinkController::unbind_queues() {
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    UplinkQueuePort* port = ports_[i].get();
+    if (program_) program_->unregister_socket(port->queue());
+    if (!attached_) continue;
+    ServiceThread& thread = dataplane_.thread(threads_[i]);
+    thread.call([&] {
+      port->unbind();
+      thread.wait_fds_changed();
+    });
+  }
+}
+
+void UplinkController::set_link_up(bool up) {
+  link_ = up ? LinkState::kUp : LinkState::kDown;
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    UplinkQueuePort* port = ports_[i].get();
+    dataplane_.thread(threads_[i]).call([&] { port->set_link_up(up); });
+  }
+}
+
+void UplinkController::watch_links() {
+  if (!monitor_wait_) monitor_wait_.emplace(io_, monitor_->fd());
+  std::weak_ptr<int> alive = alive_;
+  monitor_wait_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                            [this, alive](const boost::system::error_code& ec) {
+                              if (ec || alive.expired()) return;
+                              on_link_events();
+                              watch_links();
+                            });
+}
+
+void UplinkController::on_link_events() {
+  std::vector<nic::LinkEvent> events;
+  if (monitor_->read_events(events) < 0) return;
+  for (const auto& ev : events) {
+    const bool ours_by_name = ev.ifname == config_.interface;
+    const bool ours_by_index = program_ && ev.ifindex == program_->ifindex();
+    if (!ours_by_name && !ours_by_index) continue;
+    using K = nic::LinkEvent::Kind;
+    if (ev.kind == K::kDeleted || (ev.kind == K::kRenamed && !ours_by_name)) {
+      spdlog::warn("uplink {}: interface {} is gone; waiting for it to come back", config_.name,
+                   config_.interface);
+      teardown();
+      link_ = LinkState::kAbsent;
+      for (std::size_t i = 0; i < ports_.size(); ++i) {
+        UplinkQueuePort* port = ports_[i].get();
+        dataplane_.thread(threads_[i]).call([&] { port->set_link_up(false); });
+      }
+      continue;
+    }
+    if (!program_) {
+      // Created (or renamed to our name) after having been absent.
+      spdlog::info("uplink {}: interface {} appeared", config_.name, config_.interface);
+      std::string why;
+      if (!setup(why)) {
+        spdlog::error("uplink {}: {}", config_.name, why);
+        continue;
+      }
+      set_link_up(ev.up);
+      continue;
+    }
+    if (ev.up && link_ != LinkState::kUp) {
+      spdlog::info("uplink {}: {} is up", config_.name, config_.interface);
+      set_link_up(true);
+    } else if (!ev.up && link_ == LinkState::kUp) {
+      spdlog::warn("uplink {}: {} is down", config_.name, config_.interface);
+      set_link_up(false);
+    }
+  }
+}
+
+void UplinkController::poll_program_stats() {
+  if (program_ && ports_.size() == 1) {
+    nic::XdpSteerStats s;
+    if (program_->read_stats(s) == 0) {
+      // What the program steered to the queue is what that queue was offered.
+      const std::uint64_t offered =
+          stats_base_.redirected + stats_base_.redirect_failed + s.redirected + s.redirect_failed;
+      ports_.front()->set_offered(offered);
+    }
+  }
+  std::weak_ptr<int> alive = alive_;
+  stats_timer_.expires_after(std::chrono::milliseconds(100));
+  stats_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired()) return;
+    poll_program_stats();
+  });
+}
+
+void UplinkController::add_guest(const net::MacAddress& mac, std::uint32_t mtu) {
+  guests_[mac.key()] = {mac, mtu};
+  if (program_) {
+    program_->add_guest_mac(mac);
+    program_->set_max_frame_len(max_frame());
+  }
+  if (filter_) {
+    nic::UnicastFilter::Method method;
+    std::string reason;
+    if (filter_->add(mac, &method, &reason) == 0 &&
+        method == nic::UnicastFilter::Method::kPromiscuous)
+      spdlog::info("uplink {}: {} refuses unicast filter entries ({}); promiscuous instead",
+                   config_.name, config_.interface, reason);
+  }
+  const std::uint32_t frame = max_frame();
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    UplinkQueuePort* port = ports_[i].get();
+    dataplane_.thread(threads_[i]).call([&] { port->set_max_frame(frame); });
+  }
+}
+
+void UplinkController::remove_guest(const net::MacAddress& mac) {
+  guests_.erase(mac.key());
+  if (program_) {
+    program_->remove_guest_mac(mac);
+    program_->set_max_frame_len(max_frame());
+  }
+  if (filter_) filter_->remove(mac);
+}
+
+void UplinkController::set_tunables(const Tunables& t) {
+  tunables_ = t;
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    UplinkQueuePort* port = ports_[i].get();
+    dataplane_.thread(threads_[i]).call([&] { port->set_tunables(t); });
+  }
+}
+
+std::vector<UplinkController::QueueReport> UplinkController::queue_reports() const {
+  std::vector<QueueReport> out;
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    const auto& st = ports_[i]->status();
+    QueueReport r;
+    r.queue = ports_[i]->queue();
+    r.thread = threads_[i];
+    r.bind_mode = !st.bound.load() ? "unbound" : st.zero_copy.load() ? "zerocopy" : "copy";
+    r.napi_id = st.napi_id.load();
+    r.napi_requested = st.napi_busy_poll_requested.load();
+    r.napi_active = st.napi_busy_poll_active.load();
+    r.napi_reason = ports_[i]->napi_busy_poll_reason();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string UplinkController::program_report() const {
+  return program_ ? program_->attach_report() : std::string{};
+}
+
+nic::XdpSteerStats UplinkController::program_stats() const {
+  nic::XdpSteerStats total = stats_base_;
+  nic::XdpSteerStats s;
+  if (program_ && program_->read_stats(s) == 0) total += s;
+  return total;
+}
+
+std::string UplinkController::filter_report() const {
+  if (!filter_) return {};
+  if (filter_->promiscuous()) return "promiscuous";
+  return filter_->unicast_entries() != 0 ? "unicast list" : "";
+}
+
+}  // namespace xdpvhost::controller

@@ -1,0 +1,117 @@
+#pragma once
+// Control-side owner of one uplink: the XDP steering program on the NIC, the
+// NIC's unicast filter for the guests' MACs, one UplinkQueuePort (AF_XDP
+// socket + UMEM) per configured queue on its service thread, and the
+// interface's life: down, up, deleted and re-created are noticed through
+// rtnetlink and recovered from without a restart.
+//
+//   interface present at start -> program attached, filter set, sockets bound
+//   down                       -> ports report uplink_down drops; sockets kept
+//   up                         -> sockets re-bound (fresh rings), traffic resumes
+//   deleted                    -> sockets, program and filter released
+//   created again              -> everything set up anew on the new ifindex
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controller/uplink_config.hpp"
+#include "dataplane/dataplane.hpp"
+#include "dataplane/uplink_queue_port.hpp"
+#include "net/mac_address.hpp"
+#include "nic/link_monitor.hpp"
+#include "nic/unicast_filter.hpp"
+#include "nic/xdp_program.hpp"
+
+namespace xdpvhost::controller {
+
+using dataplane::Dataplane;
+using dataplane::Tunables;
+using dataplane::UplinkQueuePort;
+
+enum class LinkState : std::uint8_t { kUp, kDown, kAbsent };
+const char* to_string(LinkState state);
+
+class UplinkController {
+ public:
+  struct QueueReport {
+    std::uint32_t queue = 0;
+    std::uint16_t thread = 0;
+    std::string bind_mode;  // zerocopy | copy | unbound
+    std::string bind_report;
+    std::uint32_t napi_id = 0;
+    bool napi_requested = false, napi_active = false;
+    std::string napi_reason;
+  };
+
+  // `id` is the uplink id guest ports refer to, `tunables` the global ones
+  // with this uplink's overrides applied, `bpf_object` the XDP object's path
+  // (empty: the default search).
+  UplinkController(Dataplane& dataplane, boost::asio::io_context& io, UplinkConfig config,
+                   std::uint32_t id, const Tunables& tunables, std::string bpf_object);
+  ~UplinkController();
+  UplinkController(const UplinkController&) = delete;
+  UplinkController& operator=(const UplinkController&) = delete;
+
+  // Places the queue ports and, if the interface exists, sets everything up.
+  // An absent interface is not an error: it is waited for.
+  bool start(std::string& error);
+
+  // Guests that use this uplink (their MAC is steered here).
+  void add_guest(const net::MacAddress& mac, std::uint32_t mtu);
+  void remove_guest(const net::MacAddress& mac);
+
+  void set_tunables(const Tunables& t);
+
+  const UplinkConfig& config() const noexcept { return config_; }
+  std::uint32_t id() const noexcept { return id_; }
+  LinkState link() const noexcept { return link_; }
+  std::vector<QueueReport> queue_reports() const;
+  const std::vector<std::unique_ptr<UplinkQueuePort>>& ports() const noexcept { return ports_; }
+  // XDP program facts ("native, single program (...)"), empty while detached.
+  std::string program_report() const;
+  // Program counters (cumulative over re-attachments).
+  nic::XdpSteerStats program_stats() const;
+  // Filter method in use: "unicast list", "promiscuous" or "" (none).
+  std::string filter_report() const;
+
+ private:
+  bool setup(std::string& error);
+  void teardown();
+  bool bind_queues(std::string& error);
+  void unbind_queues();
+  void set_link_up(bool up);
+  std::uint32_t max_frame() const;
+  void watch_links();
+  void on_link_events();
+  void poll_program_stats();
+
+  Dataplane& dataplane_;
+  boost::asio::io_context& io_;
+  UplinkConfig config_;
+  std::uint32_t id_;
+  Tunables tunables_;
+  std::string bpf_object_;
+  std::vector<std::unique_ptr<UplinkQueuePort>> ports_;
+  std::vector<std::uint16_t> threads_;
+  bool attached_ = false;
+
+  std::unique_ptr<nic::XdpProgram> program_;
+  std::unique_ptr<nic::UnicastFilter> filter_;
+  std::map<std::uint64_t, std::pair<net::MacAddress, std::uint32_t>> guests_;  // key -> (mac, mtu)
+  LinkState link_ = LinkState::kAbsent;
+  nic::XdpSteerStats stats_base_;  // counters of programs detached before
+
+  std::unique_ptr<nic::LinkMonitor> monitor_;
+  std::optional<boost::asio::posix::stream_descriptor> monitor_wait_;
+  boost::asio::steady_timer stats_timer_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace xdpvhost::controller

@@ -1,0 +1,17 @@
+#pragma once
+// Ethernet framing sizes: what a frame adds to the MTU.
+
+#include <cstdint>
+
+namespace xdpvhost::net {
+
+inline constexpr std::uint32_t kEthernetHeader = 14;  // destination, source, EtherType
+inline constexpr std::uint32_t kVlanTag = 4;          // one 802.1Q tag
+// Bytes a frame may carry beyond its MTU: the header and one VLAN tag.
+inline constexpr std::uint32_t kL2Overhead = kEthernetHeader + kVlanTag;
+// The longest frame an MTU allows.
+constexpr std::uint32_t max_frame_for_mtu(std::uint32_t mtu) noexcept {
+  return mtu + kL2Overhead;
+}
+
+}  // namespace xdpvhost::net

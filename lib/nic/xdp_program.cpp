@@ -1,0 +1,368 @@
+#include "nic/xdp_program.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <net/if.h>
+#include <unistd.h>
+#include <xdp/libxdp.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "xdp_steer_abi.h"
+
+namespace xdpvhost::nic {
+
+std::optional<XdpModeRequest> parse_xdp_mode(std::string_view text) {
+  if (text == "auto") return XdpModeRequest::kAuto;
+  if (text == "native" || text == "drv") return XdpModeRequest::kNative;
+  if (text == "skb" || text == "generic") return XdpModeRequest::kSkb;
+  return std::nullopt;
+}
+
+const char* to_string(XdpModeRequest mode) {
+  switch (mode) {
+    case XdpModeRequest::kAuto:
+      return "auto";
+    case XdpModeRequest::kNative:
+      return "native";
+    case XdpModeRequest::kSkb:
+      return "skb";
+  }
+  return "unknown";
+}
+
+const char* to_string(XdpMode mode) {
+  return mode == XdpMode::kNative ? "native" : "skb";
+}
+
+std::string default_bpf_object_path() {
+  if (const char* env = std::getenv("XDPVHOST_BPF_OBJECT"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  if (::access(XDPVHOST_BPF_OBJECT, R_OK) == 0) return XDPVHOST_BPF_OBJECT;
+  return XDPVHOST_BPF_INSTALLED_OBJECT;
+}
+
+namespace {
+
+// Collects libxdp's and libbpf's messages while attach() runs (control
+// thread only; the print hooks are process-wide and restored afterwards).
+thread_local std::string* g_log = nullptr;
+
+int capture_print(const char* format, va_list ap) {
+  if (g_log == nullptr) return 0;
+  char line[512];
+  const int n = std::vsnprintf(line, sizeof line, format, ap);
+  if (n > 0) g_log->append(line);
+  return n;
+}
+int libxdp_capture(enum libxdp_print_level level, const char* format, va_list ap) {
+  if (level == LIBXDP_DEBUG) return 0;
+  return capture_print(format, ap);
+}
+int libbpf_capture(enum libbpf_print_level level, const char* format, va_list ap) {
+  if (level == LIBBPF_DEBUG) return 0;
+  return capture_print(format, ap);
+}
+
+class LogCapture {
+ public:
+  explicit LogCapture(std::string& log)
+      : old_xdp_(libxdp_set_print(libxdp_capture)), old_bpf_(libbpf_set_print(libbpf_capture)) {
+    g_log = &log;
+  }
+  ~LogCapture() {
+    g_log = nullptr;
+    libxdp_set_print(old_xdp_);
+    libbpf_set_print(old_bpf_);
+  }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+ private:
+  libxdp_print_fn_t old_xdp_;
+  libbpf_print_fn_t old_bpf_;
+};
+
+bool is_ours(const xdp_program* prog) {
+  const char* name = xdp_program__name(prog);
+  return name != nullptr && std::strcmp(name, XDP_STEER_PROG_NAME) == 0;
+}
+
+// Why libxdp fell back to a single program: the line before its
+// "Falling back to loading single prog" message.
+std::string dispatcher_fallback_reason(const std::string& log) {
+  const std::size_t fall = log.find("Falling back to loading single prog");
+  if (fall == std::string::npos) return {};
+  std::size_t end = log.rfind('\n', fall);
+  if (end == std::string::npos || end == 0) return {};
+  std::size_t begin = log.rfind('\n', end - 1);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  std::string line = log.substr(begin, end - begin);
+  if (line.rfind("libxdp: ", 0) == 0) line.erase(0, 8);
+  return line;
+}
+
+int ifindex_of(const std::string& ifname) {
+  const unsigned index = ::if_nametoindex(ifname.c_str());
+  return index == 0 ? -errno : static_cast<int>(index);
+}
+
+}  // namespace
+
+std::unique_ptr<XdpProgram> XdpProgram::attach(const std::string& ifname,
+                                               const XdpProgramOptions& options,
+                                               std::string& error) {
+  const int ifindex = ifindex_of(ifname);
+  if (ifindex < 0) {
+    error = "xdp: interface " + ifname + ": " + std::strerror(-ifindex);
+    return nullptr;
+  }
+  std::unique_ptr<XdpProgram> self(new XdpProgram());
+  self->ifname_ = ifname;
+  self->ifindex_ = ifindex;
+  self->max_frame_len_ = options.max_frame_len;
+
+  std::string stale_report;
+  if (options.remove_stale) {
+    const int removed = remove_stale(ifname, &stale_report);
+    if (removed < 0) {
+      error = "xdp: " + ifname + ": cannot check for stale programs: " + stale_report;
+      return nullptr;
+    }
+  }
+
+  const std::string path =
+      options.object_path.empty() ? default_bpf_object_path() : options.object_path;
+  LogCapture capture(self->attach_log_);
+  self->prog_ = xdp_program__open_file(path.c_str(), "xdp", nullptr);
+  if (const long err = libxdp_get_error(self->prog_); err != 0) {
+    self->prog_ = nullptr;
+    error = "xdp: open " + path + ": " + std::strerror(static_cast<int>(-err));
+    return nullptr;
+  }
+
+  std::string native_refusal;
+  int err = -EINVAL;
+  if (options.mode != XdpModeRequest::kSkb) {
+    err = xdp_program__attach(self->prog_, ifindex, XDP_MODE_NATIVE, 0);
+    if (err == 0) {
+      self->mode_ = XdpMode::kNative;
+    } else {
+      native_refusal = std::strerror(-err);
+    }
+  }
+  if (err != 0 && options.mode != XdpModeRequest::kNative) {
+    err = xdp_program__attach(self->prog_, ifindex, XDP_MODE_SKB, 0);
+    if (err == 0) self->mode_ = XdpMode::kSkb;
+  }
+  if (err != 0) {
+    error = "xdp: attach to " + ifname + " failed: " + std::strerror(-err);
+    if (!native_refusal.empty()) error += " (native: " + native_refusal + ")";
+    if (const std::string why = dispatcher_fallback_reason(self->attach_log_); !why.empty()) {
+      error += " [dispatcher: " + why + "]";
+    }
+    if (err == -EBUSY || err == -EEXIST) error += "; another XDP program is attached";
+    return nullptr;
+  }
+  self->attached_ = true;
+  self->program_id_ = xdp_program__id(self->prog_);
+
+  xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
+  if (libxdp_get_error(mp) == 0 && mp != nullptr) {
+    self->via_dispatcher_ = !xdp_multiprog__is_legacy(mp);
+    xdp_multiprog__close(mp);
+  }
+
+  bpf_object* obj = xdp_program__bpf_obj(self->prog_);
+  self->guest_macs_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_GUEST_MACS);
+  self->xsks_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_XSKS);
+  self->config_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_CONFIG);
+  self->stats_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_STATS);
+  if (self->guest_macs_fd_ < 0 || self->xsks_fd_ < 0 || self->config_fd_ < 0 ||
+      self->stats_fd_ < 0) {
+    error = "xdp: " + path +
+            " lacks one of the maps " XDP_STEER_MAP_GUEST_MACS ", " XDP_STEER_MAP_XSKS
+            ", " XDP_STEER_MAP_CONFIG ", " XDP_STEER_MAP_STATS;
+    return nullptr;  // destructor detaches
+  }
+  if (const int cerr = self->update_config(); cerr != 0) {
+    error = std::string("xdp: writing config map: ") + std::strerror(-cerr);
+    return nullptr;
+  }
+
+  self->attach_report_ = std::string(to_string(self->mode_)) +
+                         (self->via_dispatcher_ ? ", libxdp dispatcher" : ", single program");
+  if (!self->via_dispatcher_) {
+    if (const std::string why = dispatcher_fallback_reason(self->attach_log_); !why.empty()) {
+      self->attach_report_ += " (dispatcher: " + why + ")";
+    }
+  }
+  if (!native_refusal.empty()) self->attach_report_ += " (native refused: " + native_refusal + ")";
+  if (!stale_report.empty()) self->attach_report_ += "; " + stale_report;
+  return self;
+}
+
+XdpProgram::~XdpProgram() {
+  detach();
+  if (prog_ != nullptr) xdp_program__close(prog_);
+}
+
+int XdpProgram::detach() noexcept {
+  if (!attached_) return 0;
+  attached_ = false;
+  const xdp_attach_mode mode = mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+  std::string log;
+  LogCapture capture(log);
+  return xdp_program__detach(prog_, ifindex_, mode, 0);
+}
+
+int XdpProgram::update_config() noexcept {
+  const std::uint32_t key = 0;
+  xdp_steer_config cfg{};
+  cfg.max_frame_len = max_frame_len_;
+  cfg.flags = config_flags_;
+  return bpf_map_update_elem(config_fd_, &key, &cfg, BPF_ANY);
+}
+
+int XdpProgram::add_guest_mac(const net::MacAddress& mac) noexcept {
+  xdp_steer_mac_key key{};
+  std::memcpy(key.addr, mac.data(), mac.bytes.size());
+  const xdp_steer_mac_value value{};
+  return bpf_map_update_elem(guest_macs_fd_, &key, &value, BPF_ANY);
+}
+
+int XdpProgram::remove_guest_mac(const net::MacAddress& mac) noexcept {
+  xdp_steer_mac_key key{};
+  std::memcpy(key.addr, mac.data(), mac.bytes.size());
+  return bpf_map_delete_elem(guest_macs_fd_, &key);
+}
+
+int XdpProgram::set_max_frame_len(std::uint32_t bytes) noexcept {
+  max_frame_len_ = bytes;
+  return update_config();
+}
+
+int XdpProgram::set_bypass(bool bypass) noexcept {
+  config_flags_ = bypass ? (config_flags_ | XDP_STEER_CFG_BYPASS)
+                         : (config_flags_ & ~std::uint32_t{XDP_STEER_CFG_BYPASS});
+  return update_config();
+}
+
+int XdpProgram::register_socket(std::uint32_t queue_id, int xsk_fd) noexcept {
+  return bpf_map_update_elem(xsks_fd_, &queue_id, &xsk_fd, BPF_ANY);
+}
+
+int XdpProgram::unregister_socket(std::uint32_t queue_id) noexcept {
+  const int err = bpf_map_delete_elem(xsks_fd_, &queue_id);
+  return err == -ENOENT ? 0 : err;
+}
+
+int XdpProgram::read_stats(XdpSteerStats& out) const noexcept {
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return cpus < 0 ? cpus : -EINVAL;
+  std::vector<std::uint64_t> values(static_cast<std::size_t>(cpus));
+  std::uint64_t sums[XDP_STEER_STAT_COUNT] = {};
+  for (std::uint32_t key = 0; key < XDP_STEER_STAT_COUNT; ++key) {
+    if (const int err = bpf_map_lookup_elem(stats_fd_, &key, values.data()); err != 0) return err;
+    for (const std::uint64_t v : values) sums[key] += v;
+  }
+  out.redirected = sums[XDP_STEER_STAT_REDIRECTED];
+  out.redirect_failed = sums[XDP_STEER_STAT_REDIRECT_FAILED];
+  out.passed_host = sums[XDP_STEER_STAT_PASSED_HOST];
+  out.passed_flood = sums[XDP_STEER_STAT_PASSED_FLOOD];
+  out.oversize_dropped = sums[XDP_STEER_STAT_OVERSIZE_DROPPED];
+  out.malformed = sums[XDP_STEER_STAT_MALFORMED];
+  out.bypassed = sums[XDP_STEER_STAT_BYPASSED];
+  return 0;
+}
+
+int XdpProgram::list_attached(const std::string& ifname, std::vector<AttachedXdpProgram>& out) {
+  out.clear();
+  const int ifindex = ifindex_of(ifname);
+  if (ifindex < 0) return ifindex;
+  std::string log;
+  LogCapture capture(log);
+  xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
+  if (const long err = libxdp_get_error(mp); err != 0) {
+    return err == -ENOENT ? 0 : static_cast<int>(err);
+  }
+  if (xdp_multiprog__is_legacy(mp)) {
+    if (const xdp_program* main = xdp_multiprog__main_prog(mp); main != nullptr) {
+      out.push_back({xdp_program__name(main), xdp_program__id(main), false});
+    }
+  } else {
+    for (xdp_program* p = xdp_multiprog__next_prog(nullptr, mp); p != nullptr;
+         p = xdp_multiprog__next_prog(p, mp)) {
+      out.push_back({xdp_program__name(p), xdp_program__id(p), true});
+    }
+  }
+  if (const xdp_program* hw = xdp_multiprog__hw_prog(mp); hw != nullptr) {
+    out.push_back({xdp_program__name(hw), xdp_program__id(hw), false});
+  }
+  xdp_multiprog__close(mp);
+  return 0;
+}
+
+int XdpProgram::remove_stale(const std::string& ifname, std::string* report) {
+  std::string local;
+  std::string& text = report != nullptr ? *report : local;
+  text.clear();
+  const int ifindex = ifindex_of(ifname);
+  if (ifindex < 0) {
+    text = ifname + ": " + std::strerror(-ifindex);
+    return ifindex;
+  }
+  std::string log;
+  LogCapture capture(log);
+  xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
+  if (const long err = libxdp_get_error(mp); err != 0) {
+    if (err == -ENOENT) return 0;  // nothing attached
+    text = std::string("reading XDP state: ") + std::strerror(static_cast<int>(-err));
+    return static_cast<int>(err);
+  }
+  int removed = 0;
+  int result = 0;
+  if (xdp_multiprog__is_legacy(mp)) {
+    xdp_program* main = xdp_multiprog__main_prog(mp);
+    if (main != nullptr && is_ours(main)) {
+      const int err = xdp_multiprog__detach(mp);
+      if (err == 0) {
+        removed = 1;
+        text = "removed stale " XDP_STEER_PROG_NAME " id " + std::to_string(xdp_program__id(main));
+      } else {
+        result = err;
+        text = std::string("detaching stale program: ") + std::strerror(-err);
+      }
+    } else if (main != nullptr) {
+      text = std::string("foreign XDP program '") + xdp_program__name(main) + "' left in place";
+    }
+  } else {
+    std::vector<xdp_program*> stale;
+    for (xdp_program* p = xdp_multiprog__next_prog(nullptr, mp); p != nullptr;
+         p = xdp_multiprog__next_prog(p, mp)) {
+      if (is_ours(p)) stale.push_back(p);
+    }
+    if (!stale.empty()) {
+      const int err = xdp_program__detach_multi(stale.data(), stale.size(), ifindex,
+                                                xdp_multiprog__attach_mode(mp), 0);
+      if (err == 0) {
+        removed = static_cast<int>(stale.size());
+        text = "removed " + std::to_string(removed) +
+               " stale " XDP_STEER_PROG_NAME " from the dispatcher";
+      } else {
+        result = err;
+        text = std::string("detaching stale programs from the dispatcher: ") + std::strerror(-err);
+      }
+    }
+  }
+  xdp_multiprog__close(mp);
+  return result != 0 ? result : removed;
+}
+
+}  // namespace xdpvhost::nic

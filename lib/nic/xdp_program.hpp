@@ -1,0 +1,142 @@
+#pragma once
+// The XDP steering program (bpf/xdp_steer.bpf.c) attached to one interface,
+// and its maps. Loaded through libxdp so it can share the interface with
+// other XDP programs through libxdp's dispatcher; where the dispatcher
+// cannot load (no bpffs, or EPERM from RLIMIT_MEMLOCK without
+// CAP_SYS_RESOURCE) libxdp attaches the program alone, and this class
+// reports which of the two happened and in which mode (native or skb).
+//
+// The destructor detaches the program. A process killed with SIGKILL
+// cannot: the program stays on the interface. attach() therefore first
+// removes any earlier xdpvhost program from the interface (remove_stale()).
+//
+// Threading: map updates are syscalls and safe from any thread (the XDP
+// program sees each update atomically per entry); attach/detach belong to
+// the control thread.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/mac_address.hpp"
+
+struct xdp_program;
+
+namespace xdpvhost::nic {
+
+enum class XdpModeRequest : std::uint8_t { kAuto, kNative, kSkb };  // kAuto: native, else skb
+enum class XdpMode : std::uint8_t { kNative, kSkb };
+
+std::optional<XdpModeRequest> parse_xdp_mode(std::string_view text);  // "auto|native|skb"
+const char* to_string(XdpModeRequest mode);
+const char* to_string(XdpMode mode);
+
+// Where the program object is looked for when XdpProgramOptions::object_path
+// is empty: $XDPVHOST_BPF_OBJECT, else the build tree's object if it exists,
+// else the installed one.
+std::string default_bpf_object_path();
+
+struct XdpProgramOptions {
+  std::string object_path;  // empty: default_bpf_object_path()
+  XdpModeRequest mode = XdpModeRequest::kAuto;
+  bool remove_stale = true;         // detach earlier xdpvhost programs first
+  std::uint32_t max_frame_len = 0;  // oversize limit for guest frames; 0 = none
+};
+
+// The program's counters, summed over all CPUs.
+struct XdpSteerStats {
+  std::uint64_t redirected = 0;        // guest unicast handed to the queue's socket
+  std::uint64_t redirect_failed = 0;   // guest unicast, no socket on the queue: passed
+  std::uint64_t passed_host = 0;       // unicast for the node itself
+  std::uint64_t passed_flood = 0;      // broadcast/multicast passed (flood socket copies)
+  std::uint64_t oversize_dropped = 0;  // guest unicast above max_frame_len
+  std::uint64_t malformed = 0;         // shorter than an Ethernet header
+  std::uint64_t bypassed = 0;          // passed while bypass was set
+
+  XdpSteerStats& operator+=(const XdpSteerStats& s) noexcept {
+    redirected += s.redirected;
+    redirect_failed += s.redirect_failed;
+    passed_host += s.passed_host;
+    passed_flood += s.passed_flood;
+    oversize_dropped += s.oversize_dropped;
+    malformed += s.malformed;
+    bypassed += s.bypassed;
+    return *this;
+  }
+};
+
+// An XDP program found on an interface.
+struct AttachedXdpProgram {
+  std::string name;
+  std::uint32_t id = 0;
+  bool via_dispatcher = false;  // a component of libxdp's dispatcher
+};
+
+class XdpProgram {
+ public:
+  // Opens the object, removes stale xdpvhost programs (if asked), attaches.
+  // Returns nullptr and sets `error` on failure.
+  static std::unique_ptr<XdpProgram> attach(const std::string& ifname,
+                                            const XdpProgramOptions& options, std::string& error);
+  ~XdpProgram();  // detach()
+  XdpProgram(const XdpProgram&) = delete;
+  XdpProgram& operator=(const XdpProgram&) = delete;
+
+  const std::string& ifname() const noexcept { return ifname_; }
+  int ifindex() const noexcept { return ifindex_; }
+  std::uint32_t program_id() const noexcept { return program_id_; }
+  XdpMode mode() const noexcept { return mode_; }
+  // True if attached as a component of libxdp's multiprog dispatcher, false
+  // if attached alone (libxdp's fallback).
+  bool via_dispatcher() const noexcept { return via_dispatcher_; }
+  // One line for logs/control socket, e.g. "native, single program
+  // (dispatcher: Compatibility check for dispatcher program failed: ...)".
+  const std::string& attach_report() const noexcept { return attach_report_; }
+  // libxdp/libbpf messages printed while attaching.
+  const std::string& attach_log() const noexcept { return attach_log_; }
+
+  // Map updates: 0 or -errno.
+  int add_guest_mac(const net::MacAddress& mac) noexcept;
+  int remove_guest_mac(const net::MacAddress& mac) noexcept;
+  int set_max_frame_len(std::uint32_t bytes) noexcept;
+  int set_bypass(bool bypass) noexcept;  // pass everything to the kernel
+  int register_socket(std::uint32_t queue_id, int xsk_fd) noexcept;
+  int unregister_socket(std::uint32_t queue_id) noexcept;
+  int read_stats(XdpSteerStats& out) const noexcept;
+
+  // Detaches now (idempotent). 0 or -errno (-ENODEV etc. if the interface
+  // went away, in which case the kernel dropped the program with it).
+  int detach() noexcept;
+
+  // Detaches every program named like ours from ifname, whoever attached
+  // it. Returns how many were removed, or -errno. `report` says what was
+  // found (including foreign programs left in place).
+  static int remove_stale(const std::string& ifname, std::string* report = nullptr);
+  // Lists the XDP programs on ifname (empty if none). 0 or -errno.
+  static int list_attached(const std::string& ifname, std::vector<AttachedXdpProgram>& out);
+
+ private:
+  XdpProgram() = default;
+  int update_config() noexcept;
+
+  std::string ifname_;
+  int ifindex_ = 0;
+  xdp_program* prog_ = nullptr;
+  bool attached_ = false;
+  XdpMode mode_ = XdpMode::kNative;
+  bool via_dispatcher_ = false;
+  std::uint32_t program_id_ = 0;
+  std::string attach_report_;
+  std::string attach_log_;
+  int guest_macs_fd_ = -1;  // owned by the bpf_object inside prog_
+  int xsks_fd_ = -1;
+  int config_fd_ = -1;
+  int stats_fd_ = -1;
+  std::uint32_t max_frame_len_ = 0;
+  std::uint32_t config_flags_ = 0;
+};
+
+}  // namespace xdpvhost::nic

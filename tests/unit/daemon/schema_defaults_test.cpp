@@ -1,0 +1,68 @@
+// The defaults live in the C++ types (dataplane::Tunables, controller::
+// PortConfig and UplinkConfig, the daemon's Config); proto/config.schema.json
+// repeats them as "default" for readers and editors. Every "default" the
+// schema states must be what a default-constructed value writes out.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config.hpp"
+#include "schema_registry.hpp"
+
+namespace xdpvhost::daemon {
+namespace {
+
+using nlohmann::json;
+
+const json& config_schema() {
+  const json* doc = SchemaRegistry::embedded().document("config.schema.json");
+  EXPECT_NE(doc, nullptr);
+  return *doc;
+}
+
+// Every property of $defs/`def` that states a default, compared with the same
+// member of `written` (to_json of a default-constructed value). Returns how
+// many were compared.
+int expect_defaults(const std::string& def, const json& written) {
+  const json& props = config_schema().at("$defs").at(def).at("properties");
+  int compared = 0;
+  for (const auto& [name, schema] : props.items()) {
+    if (!schema.contains("default")) continue;
+    ++compared;
+    EXPECT_TRUE(written.contains(name)) << def << "." << name << " has a schema default";
+    if (written.contains(name)) {
+      EXPECT_EQ(written.at(name), schema.at("default")) << def << "." << name;
+    }
+  }
+  return compared;
+}
+
+TEST(SchemaDefaults, TunablesAreTheDataplaneDefaults) {
+  EXPECT_EQ(expect_defaults("tunables", to_json(dataplane::Tunables{})), 7);
+}
+
+TEST(SchemaDefaults, PortAndUplinkAreTheControllerDefaults) {
+  PortConfig port;
+  port.name = "p";
+  port.socket = "/s";
+  EXPECT_EQ(expect_defaults("port", to_json(port)), 3);  // mode, queues, mtu
+  UplinkConfig uplink;
+  uplink.name = "u";
+  uplink.interface = "eth0";
+  EXPECT_EQ(expect_defaults("uplink", to_json(uplink)), 4);  // queues, bind, frame_size, ring_size
+}
+
+TEST(SchemaDefaults, DaemonSectionsAreTheConfigDefaults) {
+  const json written = to_json(Config{});
+  EXPECT_EQ(expect_defaults("threads", written.at("threads")), 1);
+  EXPECT_EQ(expect_defaults("control", written.at("control")), 2);
+  EXPECT_EQ(expect_defaults("metrics", written.at("metrics")), 1);
+  EXPECT_EQ(expect_defaults("log", written.at("log")), 1);
+  const json& top = config_schema().at("properties");
+  EXPECT_EQ(written.at("ports"), top.at("ports").at("default"));
+  EXPECT_EQ(written.at("uplinks"), top.at("uplinks").at("default"));
+}
+
+}  // namespace
+}  // namespace xdpvhost::daemon
