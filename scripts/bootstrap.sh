@@ -13,7 +13,7 @@ PACKAGES="
   dpdk dpdk-dev qemu-system-x86 busybox-static iperf3 tcpdump
   python3 python3-jsonschema python3-matplotlib
   python3-grpcio python3-protobuf python3-kubernetes python3-selinux python3-pylibacl protobuf-compiler protobuf-compiler-grpc
-  python3-yaml libvirt-clients podman runc debootstrap
+  python3-yaml libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu python3-libvirt podman runc debootstrap
 "
 
 # Debian packages of which only a binary is unpacked, under /opt/xdpvhost-tools/PACKAGE

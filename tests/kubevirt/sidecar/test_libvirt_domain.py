@@ -1,0 +1,215 @@
+"""The sidecar's domain run by Debian's libvirt (QEMU driver, TCG) against a
+real xdpvhostd: the sidecar (real process, gRPC) rewrites domain-vm1.xml for
+vmi-vm1.json; libvirt's embedded QEMU driver (qemu:///embed, no daemon)
+starts that domain with the vhost-user interface as the sidecar wrote it;
+QEMU listens on the socket as the vhost-user server and xdpvhostd, with a
+client-mode port on that path (as the DRA plugin adds it), connects.
+
+What is changed before libvirt gets the domain, and why:
+- type kvm -> qemu (TCG: this machine's /dev/kvm cannot run a stock guest),
+  256 MiB of memory, no <cpu> (host-model needs KVM);
+- the devices backed by files of the virt-launcher pod are dropped (the
+  container disk, serial/console/guest-agent sockets, the VNC socket, the pod
+  network's tap) and <resource> (virt-launcher's cgroup partition);
+- the VMI's pciAddress (see VMI below);
+- the vhost-user interface's <mtu>: Debian 12's libvirt 9.0 refuses it on a
+  vhostuser interface ("Cannot set interface MTU on '(null)'"); the MTU is
+  otherwise covered by test_sidecar (and QEMU's host_mtu by
+  kubevirt.dra_plugin.guest).
+Everything else of the interface and <memoryBacking> is the sidecar's.
+QEMU's command line (libvirt's log) is checked for what the sidecar asked:
+a server socket at the path, 2 queues, 1024-entry rings, the MAC, shared
+guest memory.
+
+Needs root (libvirt's privileged embedded driver; it wants a user
+`libvirt-qemu` to exist, which libvirt-daemon-system would create: the test
+creates it if absent and removes it again) and XDPVHOSTD."""
+
+import copy
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import unittest
+import xml.etree.ElementTree as ET
+
+import libvirt
+
+import test_sidecar
+from xvtest.daemon import wait_until  # tests/pylib
+
+# The VMI of test_sidecar without its pciAddress: 0000:02:02.0 names a slot
+# behind a PCI bridge that virt-launcher's domain would have; on this bare q35
+# bus 2 is a root port (slot 0 only), so libvirt places the NIC itself.
+VMI = copy.deepcopy(test_sidecar.VMI)
+del VMI["spec"]["domain"]["devices"]["interfaces"][1]["pciAddress"]
+
+
+def runnable_here(xml, name):
+    d = ET.fromstring(xml)
+    d.set("type", "qemu")
+    d.find("name").text = name
+    d.remove(d.find("uuid"))
+    mem = d.find("memory")
+    mem.set("unit", "MiB")
+    mem.text = "256"
+    for tag in ("cpu", "resource"):
+        for e in d.findall(tag):
+            d.remove(e)
+    devices = d.find("devices")
+    for e in list(devices):
+        if e.tag in ("disk", "serial", "console", "channel", "graphics") or \
+                (e.tag == "interface" and e.get("type") != "vhostuser"):
+            devices.remove(e)
+    for iface in devices.findall("interface"):
+        for mtu in iface.findall("mtu"):
+            iface.remove(mtu)
+    return ET.tostring(d, encoding="unicode")
+
+
+class EventLoop:
+    """libvirt's default event loop on a thread (the embedded driver needs one)."""
+
+    def __init__(self):
+        libvirt.virEventRegisterDefaultImpl()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def run():
+        while True:
+            libvirt.virEventRunDefaultImpl()
+
+
+class LibvirtDomain(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root")
+        cls.created_user = False
+        if subprocess.run(["getent", "passwd", "libvirt-qemu"], capture_output=True).returncode:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                            "/usr/sbin/nologin", "libvirt-qemu"], check=True)
+            cls.created_user = True
+        cls.loop = EventLoop()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.created_user:
+            subprocess.run(["userdel", "libvirt-qemu"], check=True)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="xvlv-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = os.path.join(self.tmp, "libvirt")
+        os.makedirs(os.path.join(self.root, "etc"))
+        with open(os.path.join(self.root, "etc", "qemu.conf"), "w") as f:
+            f.write('user = "root"\ngroup = "root"\ndynamic_ownership = 0\nremember_owner = 0\n'
+                    'security_driver = "none"\nnamespaces = [ ]\nstdio_handler = "file"\n')
+
+    def start_daemon(self, socket_path):
+        daemon = os.environ["XDPVHOSTD"]
+        # As the DRA plugin adds it: client mode, as many queue pairs as the
+        # claim's queues, which must cover the 2 the VM's multiqueue NIC asks
+        # for (with 1, QEMU never finishes connecting and libvirt waits).
+        config = {"ports": [{"name": "vm1", "socket": socket_path, "mode": "client",
+                             "mac": "02:00:00:00:00:01", "queues": 2}],
+                  "control": {"socket": os.path.join(self.tmp, "control.sock")},
+                  "metrics": {"listen": ""}}
+        path = os.path.join(self.tmp, "config.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        log = open(os.path.join(self.tmp, "daemon.log"), "wb")
+        proc = subprocess.Popen([daemon, "--config", path], stdout=log, stderr=subprocess.STDOUT)
+
+        def stop():
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
+            log.close()
+        self.addCleanup(stop)
+        wait_until(lambda: os.path.exists(config["control"]["socket"]), 20, what="control socket")
+        return config["control"]["socket"]
+
+    def kill_qemu(self, name):
+        pidfile = os.path.join(self.root, "run", "qemu", f"{name}.pid")
+        try:
+            with open(pidfile) as f:
+                pid = int(f.read().strip())
+            os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+    def port_state(self, control):
+        out = subprocess.run([os.environ.get("XDPVHOSTCTL", "xdpvhostctl"), "--socket", control,
+                              "--json", "port", "get", "vm1"], capture_output=True, text=True)
+        return json.loads(out.stdout).get("state") if out.returncode == 0 else None
+
+    def test_libvirt_starts_the_domain_and_the_daemon_connects(self):
+        socket_root = os.path.join(self.tmp, "pod")
+        sock = os.path.join(socket_root, "vhost", "vhost-port", "vhost.sock")
+        os.makedirs(os.path.dirname(sock))
+        sidecar = test_sidecar.Sidecar(self.tmp, "--metadata-root", os.path.join(self.tmp, "none"),
+                                       "--socket-root", socket_root)
+        self.addCleanup(sidecar.stop)
+        name = f"xvlv-{os.getpid()}"
+        xml = runnable_here(sidecar.define(vmi=VMI), name)
+        # Done with gRPC before libvirt forks QEMU: grpcio's fork handlers in
+        # this process make libvirt's handshake with its child fail
+        # ("Unable to notify child process: Invalid argument").
+        sidecar.stop()
+        control = self.start_daemon(sock)
+
+        conn = libvirt.open(f"qemu:///embed?root={self.root}")
+        self.addCleanup(conn.close)
+        self.addCleanup(self.kill_qemu, name)  # if libvirt never came back
+        result = {}
+
+        def create():
+            try:
+                result["domain"] = conn.createXML(xml, 0)
+            except libvirt.libvirtError as e:
+                result["error"] = e
+
+        t = threading.Thread(target=create)
+        t.start()
+        t.join(120)
+        self.assertFalse(t.is_alive(), "libvirt did not start the domain within 120 s")
+        if "error" in result:
+            log = os.path.join(self.root, "log", "qemu", f"{name}.log")
+            tail = open(log).read()[-1500:] if os.path.exists(log) else ""
+            self.fail(f"libvirt: {str(result['error'])[-300:]}\nQEMU's log: ...{tail}\n"
+                      f"daemon: {open(os.path.join(self.tmp, 'daemon.log')).read()[-1500:]}")
+        dom = result["domain"]
+        def destroy():
+            try:
+                dom.destroy()
+            except libvirt.libvirtError:
+                pass  # already gone (a transient domain ends with destroy)
+        self.addCleanup(destroy)
+        self.assertTrue(dom.isActive())
+        # QEMU is the vhost-user server at the sidecar's path; the daemon's
+        # client port connected (no guest driver runs, so it stays there).
+        self.assertTrue(os.path.exists(sock))
+        state = wait_until(lambda: self.port_state(control) in ("connected", "running")
+                           and self.port_state(control), 30, what="port connected")
+        self.assertIn(state, ("connected", "running"))
+        with open(os.path.join(self.root, "log", "qemu", f"{name}.log")) as f:
+            cmdline = f.read()
+        self.assertRegex(cmdline, rf"-chardev socket,id=\S+,path={re.escape(sock)},server=on")
+        self.assertIn("vhost-user", cmdline)
+        self.assertRegex(cmdline, r"\"?queues\"?[=:]2")
+        self.assertRegex(cmdline, r"rx_queue_size\"?[=:]1024")
+        self.assertRegex(cmdline, r"tx_queue_size\"?[=:]1024")
+        self.assertIn("02:00:00:00:00:01", cmdline)
+        self.assertRegex(cmdline, r"\"share\":true|share=on")
+        dom.destroy()
+        wait_until(lambda: self.port_state(control) == "waiting", 30, what="port waiting again")
+
+
+if __name__ == "__main__":
+    unittest.main()
