@@ -48,7 +48,7 @@ PROMTOOL = os.environ.get("XDPVHOST_PROMTOOL") or f"{TOOLS}/prometheus/usr/bin/p
 NAMESPACE = "xdpvhost-system"
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "DeviceClass",
                   "SecurityContextConstraints"}
-DAEMON_CAPS = {"NET_ADMIN", "NET_RAW", "BPF", "IPC_LOCK"}
+DAEMON_CAPS = {"NET_ADMIN", "NET_RAW", "IPC_LOCK", "SYS_ADMIN"}
 # Labels a series gets from the scrape target (PodMonitor), not from the daemon.
 TARGET_LABELS = {"node", "instance", "job", "pod"}
 
@@ -212,6 +212,7 @@ class Rendering(unittest.TestCase):
         self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
         self.assertTrue(sc["allowPrivilegeEscalation"])
         self.assertNotEqual(sc["runAsUser"], 0)
+        self.assertEqual(sc["seccompProfile"], {"type": "RuntimeDefault"})
         for c in pod["containers"] + pod.get("initContainers", []):
             self.assertFalse(c["securityContext"].get("privileged", False), c["name"])
         # Host paths: the kubelet's plugin and registry dirs, CDI, the socket root.
@@ -279,6 +280,7 @@ class Rendering(unittest.TestCase):
         self.assertLessEqual(added, set(scc["allowedCapabilities"]))
         self.assertTrue(scc["allowHostNetwork"] and scc["allowHostDirVolumePlugin"])
         self.assertFalse(scc["allowPrivilegedContainer"])
+        self.assertEqual(scc["seccompProfiles"], ["runtime/default"])
         kinds = {k for v in pod["volumes"] for k in v if k != "name"}
         self.assertLessEqual(kinds, set(scc["volumes"]))
         rb = find(objs, "RoleBinding", "xdpvhost-use-scc")
