@@ -193,6 +193,28 @@ for round in first second; do
     ! ip -n xvimg-node link show xvimg0 | grep xdp || { podman logs xvimg-uplink | tail -5; exit 1; }"
 done
 
+# The DaemonSet's init container, with its own command, user and capabilities
+# from deploy/kubernetes/base/daemonset.yaml.
+/usr/bin/python3 - "$ROOT/deploy/kubernetes/base/daemonset.yaml" >"$work/init.sh" <<'PY'
+import sys, yaml
+pod = yaml.safe_load(open(sys.argv[1]))["spec"]["template"]["spec"]
+init = pod["initContainers"][0]
+assert init["command"] == ["/bin/sh", "-ec"], init["command"]
+print(init["args"][0])
+PY
+INIT_CAPS=$(/usr/bin/python3 -c 'import sys, yaml; print(",".join(yaml.safe_load(open(sys.argv[1]))["spec"]["template"]["spec"]["initContainers"][0]["securityContext"]["capabilities"]["add"]))' "$ROOT/deploy/kubernetes/base/daemonset.yaml")
+mkdir -p "$work/init/run" "$work/init/state" "$work/init/template" "$work/init/config"
+cp "$ROOT/deploy/kubernetes/base/config.json" "$work/init/template/config.json"
+check "the DaemonSet's init container prepares the directories and the node's config" sh -c "
+  podman run $PODMAN_OPTS --rm --user 0:0 --cap-drop=all --cap-add=$INIT_CAPS --read-only --network=none \
+    -e NODE_IP=192.0.2.10 -v $work/init/run:/run/xdpvhost -v $work/init/state:/var/lib/xdpvhost \
+    -v $work/init/template:/etc/xdpvhost-template:ro -v $work/init/config:/etc/xdpvhost \
+    --entrypoint /bin/sh $IMAGE -ec \"\$(cat $work/init.sh)\" &&
+  [ \"\$(stat -c %u:%g:%a $work/init/run)\" = 10001:107:750 ] &&
+  [ \"\$(stat -c %u:%g:%a $work/init/run/claims)\" = 0:107:750 ] &&
+  [ \"\$(stat -c %u:%g $work/init/state)\" = 10001:107 ] &&
+  grep '\"listen\": \"192.0.2.10:9477\"' $work/init/config/config.json"
+
 check "the DRA plugin runs and loads its gRPC stubs" sh -c "
   podman run $PODMAN_OPTS --rm --entrypoint /usr/local/bin/xdpvhost-dra-plugin $IMAGE --help >/dev/null &&
   podman run $PODMAN_OPTS --rm --entrypoint python3 $IMAGE -c 'from xdpvhost_dra import stubs; print(stubs.load())' 2>&1 | tail -3"
