@@ -307,6 +307,14 @@ class Rendering(unittest.TestCase):
         request = [r for r in rct["spec"]["spec"]["devices"]["requests"]
                    if r["name"] == net["requestName"]][0]
         self.assertEqual(request["exactly"]["deviceClassName"], dc["metadata"]["name"])
+        # the claim selects an uplink the node config has (the plugin publishes
+        # attribute xdpvhost.io/uplink = the uplink's name)
+        config = json.loads(read_text(os.path.join(KUBE, "base", "config.json")))
+        for sel in request["exactly"].get("selectors", []):
+            m = re.search(r'device\.attributes\["xdpvhost\.io"\]\.uplink == "([^"]+)"',
+                          sel["cel"]["expression"])
+            self.assertIsNotNone(m, sel)
+            self.assertIn(m.group(1), [u["name"] for u in config["uplinks"]])
         # queues: the port has as many queue pairs as the VM's multiqueue NIC asks for
         queues = [c["opaque"]["parameters"]["queues"] for c in rct["spec"]["spec"]["devices"]["config"]]
         self.assertEqual(queues, [vm["domain"]["cpu"]["cores"]])
