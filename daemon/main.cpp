@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   app.add_flag("--check", check_only, "validate the config and exit");
   app.add_flag("--check-replies", check_replies,
                "validate every control reply against its proto/ schema (tests)");
-  app.set_version_flag("--version", std::string(XDPVHOST_VERSION));
+  app.set_version_flag("--version", std::string("xdpvhostd ") + XDPVHOST_VERSION);
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("xdpvhostd"));

@@ -16,7 +16,10 @@ std::string text(const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   if (v.is_array()) {
     std::string s;
-    for (const auto& e : v) s += (s.empty() ? "" : ",") + text(e);
+    for (const auto& e : v) {
+      if (!s.empty()) s += ',';
+      s += text(e);
+    }
     return s.empty() ? "-" : s;
   }
   return v.dump();

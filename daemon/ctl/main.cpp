@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
              "\nEnvironment:\n  XDPVHOST_SOCKET  control socket (default of --socket)\n");
   app.require_subcommand(1);
   app.fallthrough();
+  // What packagers and probes expect; `version` also asks the daemon.
+  app.set_version_flag("--version", std::string("xdpvhostctl ") + kVersion);
 
   GlobalOptions global;
   app.add_option("-s,--socket", global.socket, "control socket of xdpvhostd")

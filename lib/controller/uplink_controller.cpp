@@ -101,8 +101,8 @@ bool UplinkController::setup(std::string& error) {
   options.max_frame_len = max_frame();
   program_ = nic::XdpProgram::attach(config_.interface, options, error);
   if (!program_) return false;
-  spdlog::info("uplink {}: XDP program on {}: {}", config_.name, config_.interface,
-               program_->attach_report());
+  spdlog::info("uplink {}: XDP program on {}: {} (object {})", config_.name, config_.interface,
+               program_->attach_report(), program_->object_path());
   std::string filter_error;
   filter_ = nic::UnicastFilter::open(config_.interface, filter_error);
   if (!filter_) spdlog::warn("uplink {}: unicast filter: {}", config_.name, filter_error);

@@ -10,6 +10,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <vector>
 
@@ -44,6 +45,14 @@ std::string default_bpf_object_path() {
   if (const char* env = std::getenv("XDPVHOST_BPF_OBJECT"); env != nullptr && *env != '\0') {
     return env;
   }
+  // An installed daemon: the object installed beside it.
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto beside = (exe.parent_path() / XDPVHOST_BPF_OBJECT_FROM_SBIN).lexically_normal();
+    if (::access(beside.c_str(), R_OK) == 0) return beside.string();
+  }
+  // A daemon run from its build tree.
   if (::access(XDPVHOST_BPF_OBJECT, R_OK) == 0) return XDPVHOST_BPF_OBJECT;
   return XDPVHOST_BPF_INSTALLED_OBJECT;
 }
@@ -146,6 +155,7 @@ std::unique_ptr<XdpProgram> XdpProgram::attach(const std::string& ifname,
     error = "xdp: open " + path + ": " + std::strerror(static_cast<int>(-err));
     return nullptr;
   }
+  self->object_path_ = path;
 
   std::string native_refusal;
   int err = -EINVAL;

@@ -35,8 +35,10 @@ const char* to_string(XdpModeRequest mode);
 const char* to_string(XdpMode mode);
 
 // Where the program object is looked for when XdpProgramOptions::object_path
-// is empty: $XDPVHOST_BPF_OBJECT, else the build tree's object if it exists,
-// else the installed one.
+// is empty: $XDPVHOST_BPF_OBJECT; else, for an installed daemon, the object
+// installed with it (found relative to the executable, so a relocated
+// installation works); else the build tree's object if it exists; else the
+// configured install path.
 std::string default_bpf_object_path();
 
 struct XdpProgramOptions {
@@ -95,6 +97,8 @@ class XdpProgram {
   // One line for logs/control socket, e.g. "native, single program
   // (dispatcher: Compatibility check for dispatcher program failed: ...)".
   const std::string& attach_report() const noexcept { return attach_report_; }
+  // The object file the program was loaded from.
+  const std::string& object_path() const noexcept { return object_path_; }
   // libxdp/libbpf messages printed while attaching.
   const std::string& attach_log() const noexcept { return attach_log_; }
 
@@ -130,6 +134,7 @@ class XdpProgram {
   bool via_dispatcher_ = false;
   std::uint32_t program_id_ = 0;
   std::string attach_report_;
+  std::string object_path_;
   std::string attach_log_;
   int guest_macs_fd_ = -1;  // owned by the bpf_object inside prog_
   int xsks_fd_ = -1;

@@ -53,23 +53,23 @@ std::string describe(const VhostUserMessage& m) {
     case Request::kGetVringBase:
     case Request::kSetVringEnable: {
       auto st = m.vring_state();
-      s += " " + std::to_string(st->index) + " " + std::to_string(st->num);
+      s.append(" ").append(std::to_string(st->index)).append(" ").append(std::to_string(st->num));
       break;
     }
     case Request::kSetVringKick:
     case Request::kSetVringCall:
     case Request::kSetVringErr:
-      s += " " + std::to_string(*m.u64() & 0xff);
+      s.append(" ").append(std::to_string(*m.u64() & 0xff));
       break;
     case Request::kSetVringAddr: {
       vhost_user::VringAddr a;
       std::memcpy(&a, m.payload.data(), sizeof a);
-      s += " " + std::to_string(a.index);
+      s.append(" ").append(std::to_string(a.index));
       break;
     }
     case Request::kSetStatus:
     case Request::kNetSetMtu:
-      s += " " + std::to_string(*m.u64());
+      s.append(" ").append(std::to_string(*m.u64()));
       break;
     default:
       break;

@@ -44,12 +44,12 @@ TEST(SchemaDefaults, TunablesAreTheDataplaneDefaults) {
 
 TEST(SchemaDefaults, PortAndUplinkAreTheControllerDefaults) {
   PortConfig port;
-  port.name = "p";
-  port.socket = "/s";
+  port.name = std::string("port");
+  port.socket = std::string("/run/port.sock");
   EXPECT_EQ(expect_defaults("port", to_json(port)), 3);  // mode, queues, mtu
   UplinkConfig uplink;
-  uplink.name = "u";
-  uplink.interface = "eth0";
+  uplink.name = std::string("uplink");
+  uplink.interface = std::string("eth0");
   EXPECT_EQ(expect_defaults("uplink", to_json(uplink)), 4);  // queues, bind, frame_size, ring_size
 }
 

@@ -24,8 +24,8 @@ const std::uint8_t kUnknown[6] = {0x52, 0x54, 0, 0, 0, 0x99};
 struct Node {
   Node(std::uint32_t id, const std::uint8_t mac[6], std::uint64_t features, PortTunables t = {})
       : guest(features),
-        port(id, "p" + std::to_string(id), net::MacAddress::from(mac), Port::kNoUplinkId,
-             GuestPort::Options{1500, t}) {
+        port(id, std::string("p").append(std::to_string(id)), net::MacAddress::from(mac),
+             Port::kNoUplinkId, GuestPort::Options{1500, t}) {
     port.start_queue(guest.start(0));
     port.start_queue(guest.start(1));
   }
