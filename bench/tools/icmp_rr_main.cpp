@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "inet_checksum.hpp"
+#include "frontend/frame_checksum.hpp"
 #include "percentiles.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -151,7 +151,7 @@ int run(int argc, char** argv) {
     req[6] = static_cast<std::uint8_t>(seq >> 8);
     req[7] = static_cast<std::uint8_t>(seq);
     req[2] = req[3] = 0;
-    const std::uint16_t c = checksum_fold(checksum_add(0, req.data(), req.size()));
+    const std::uint16_t c = testing::internet_checksum(req);
     req[2] = static_cast<std::uint8_t>(c >> 8);
     req[3] = static_cast<std::uint8_t>(c);
     const std::uint64_t t0 = now_ns();

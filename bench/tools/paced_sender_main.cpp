@@ -22,21 +22,29 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "frontend/frame_builder.hpp"
+#include "net/mac_address.hpp"
 #include "sys/unique_fd.hpp"
-#include "udp_frame.hpp"
 
 namespace xdpvhost::bench {
 namespace {
 
+using testing::Ipv4Address;
+using testing::MacAddress;
+
+constexpr std::size_t kUdpHeadersLen = 14 + 20 + 8;  // Ethernet, IPv4, UDP
+
 struct Options {
   std::string ifname;
-  Mac dst_mac{};
-  std::optional<Mac> src_mac;
-  std::uint32_t src_ip = 0;
-  std::uint32_t dst_ip = 0;
+  MacAddress dst_mac{};
+  std::optional<MacAddress> src_mac;
+  Ipv4Address src_ip{};
+  Ipv4Address dst_ip{};
   std::size_t size = 64;
   double rate = 100000;
   double duration = 1.0;
@@ -63,11 +71,28 @@ void sleep_until(std::uint64_t t_ns, bool spin) {
   }
 }
 
-bool parse_ip(const char* text, std::uint32_t& out) {
-  in_addr a{};
-  if (inet_pton(AF_INET, text, &a) != 1) return false;
-  out = ntohl(a.s_addr);
-  return true;
+bool parse_ip(const char* text, Ipv4Address& out) {
+  return inet_pton(AF_INET, text, out.data()) == 1;
+}
+
+std::optional<MacAddress> parse_mac(const char* text) {
+  const auto mac = net::MacAddress::parse(text);
+  if (!mac) return std::nullopt;
+  return mac->bytes;
+}
+
+// One UDP/IPv4 frame of exactly frame_len bytes (without FCS) with complete
+// checksums; the payload counts up from 8 (its offset in the UDP datagram).
+std::vector<std::uint8_t> udp_frame(const Options& o) {
+  std::vector<std::uint8_t> payload(o.size - kUdpHeadersLen);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::uint8_t>(i + 8);
+  return testing::build_udp({.dst_mac = o.dst_mac,
+                             .src_mac = *o.src_mac,
+                             .src_ip = o.src_ip,
+                             .dst_ip = o.dst_ip,
+                             .src_port = 9,
+                             .dst_port = 9,
+                             .payload = std::move(payload)});
 }
 
 int usage() {
@@ -139,7 +164,7 @@ int run(int argc, char** argv) {
       std::perror("xvb-paced-send: SIOCGIFHWADDR");
       return 1;
     }
-    Mac m{};
+    MacAddress m{};
     std::memcpy(m.data(), ifr.ifr_hwaddr.sa_data, 6);
     o.src_mac = m;
   }
@@ -154,12 +179,7 @@ int run(int argc, char** argv) {
   std::memcpy(addr.sll_addr, o.dst_mac.data(), 6);
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 
-  UdpFrameSpec spec{.dst_mac = o.dst_mac,
-                    .src_mac = *o.src_mac,
-                    .src_ip = o.src_ip,
-                    .dst_ip = o.dst_ip,
-                    .frame_len = o.size};
-  std::vector<std::uint8_t> frame = build_udp_frame(spec);
+  std::vector<std::uint8_t> frame = udp_frame(o);
 
   unsigned burst = o.burst;
   if (burst == 0) burst = static_cast<unsigned>(std::clamp(std::ceil(o.rate * 20e-6), 1.0, 64.0));
