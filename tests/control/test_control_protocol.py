@@ -6,7 +6,6 @@ can produce with the state unchanged after it, framing (notifications,
 pipelining, batches, size limit, nesting), and many, stalled, slow and
 vanishing clients."""
 
-import copy
 import json
 import os
 import socket
@@ -15,10 +14,12 @@ import time
 import unittest
 
 import ctltest
-from ctltest import ABSENT_IF, connect, read_line, rpc
-from proto_schemas import Proto
+from ctltest import ABSENT_IF
+from xvtest.control import connect, read_line, rpc
+from xvtest.proto import Proto
+from xvtest.waiting import wait_until
 
-PROTO = Proto(ctltest.PROTO)
+PROTO = Proto()
 CODES = PROTO.error_codes()
 MAC1, MAC2 = "52:54:00:00:00:01", "52:54:00:00:00:02"
 
@@ -64,7 +65,7 @@ class ControlProtocol(unittest.TestCase):
 
     def tearDown(self):
         self.sock.close()
-        self.assertIsNone(self.daemon.proc.poll(), self.daemon.tail())
+        self.assertTrue(self.daemon.alive(), self.daemon.tail())
 
     # ---- helpers ---------------------------------------------------------------
 
@@ -434,7 +435,7 @@ class ControlProtocol(unittest.TestCase):
             s.close()
         self.assertIn("result", rpc(held[-1], "version"))
         held.pop().close()
-        late = ctltest.wait_until(lambda: self.try_version(), what="a freed slot")
+        late = wait_until(lambda: self.try_version(), what="a freed slot")
         late.close()
         for s in held:
             s.close()
@@ -483,8 +484,8 @@ class ControlProtocol(unittest.TestCase):
                               "params": {"name": "vm6", "socket": self.path("vm6.sock"),
                                          "mac": "52:54:00:00:00:06"}}).encode() + b"\n")
         s.close()
-        ctltest.wait_until(lambda: "error" not in rpc(self.sock, "port.get", {"name": "vm6"}),
-                           what="vm6 added")
+        wait_until(lambda: "error" not in rpc(self.sock, "port.get", {"name": "vm6"}),
+                   what="vm6 added")
         self.call("port.remove", {"name": "vm6"})
         self.assertFalse(os.path.exists(self.path("vm6.sock")))
 

@@ -11,9 +11,9 @@ import unittest
 
 import ctltest
 from ctltest import ABSENT_IF, XDPVHOSTCTL
-from proto_schemas import Proto
+from xvtest.proto import Proto
 
-PROTO = Proto(ctltest.PROTO)
+PROTO = Proto()
 
 
 class Ctl(unittest.TestCase):

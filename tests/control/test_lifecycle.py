@@ -13,7 +13,9 @@ import time
 import unittest
 
 import ctltest
-from ctltest import ABSENT_IF, TRAFFIC_PAIR, connect, rpc
+from ctltest import ABSENT_IF, TRAFFIC_PAIR
+from xvtest.control import connect, rpc
+from xvtest.waiting import wait_until
 
 MAC1, MAC2, MAC3 = "52:54:00:00:40:01", "52:54:00:00:40:02", "52:54:00:00:40:03"
 
@@ -45,7 +47,6 @@ class Shutdown(unittest.TestCase):
                 self.traffic.kill()
             self.traffic.communicate()
         self.daemon.kill()
-        self.daemon.log.close()
 
     def stop_within_a_second(self, sig):
         self.traffic = start_traffic(*self.socks)
@@ -140,8 +141,8 @@ class LogLevel(unittest.TestCase):
                                  {"level": "debug", "previous": "warn"})
                 rpc(s, "port.add", {"name": "vm2", "socket": os.path.join(d, "vm2.sock"),
                                     "mac": MAC2})
-            ctltest.wait_until(lambda: "port vm2: server socket" in daemon.tail(200),
-                               what="info line after log.set_level debug")
+            wait_until(lambda: "port vm2: server socket" in daemon.tail(200),
+                       what="info line after log.set_level debug")
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.tail())
         # --log-level overrides the config.

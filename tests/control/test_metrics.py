@@ -1,5 +1,5 @@
 """The metrics listener of a running xdpvhostd: /metrics parsed as the
-Prometheus text format by a strict parser (prom.py) with the families and
+Prometheus text format by a strict parser (xvtest.prom) with the families and
 conventions documented, counters that match the traffic two DPDK testpmd
 guests sent (compared with stats.get and with testpmd's own counts),
 /healthz readiness, HTTP behaviour (404, 405, HEAD, keep-alive, a stalled
@@ -12,8 +12,9 @@ import time
 import unittest
 
 import ctltest
-import prom
-from xvtest.testpmd import Testpmd
+from xvtest import prom
+from xvtest.procfs import listening_tcp_sockets
+from xvtest.waiting import wait_until
 
 MAC1, MAC2 = "52:54:00:00:50:01", "52:54:00:00:50:02"
 PORT = ctltest.METRICS_PORT + 1
@@ -52,15 +53,6 @@ FAMILIES = {
 }
 
 
-class Guest(Testpmd):
-    """testpmd with this suite's EAL file prefix."""
-
-    def __init__(self, name, *args, **kwargs):
-        super().__init__(name, *args, **kwargs)
-        self.cmd = [f"--file-prefix=xvctl-{name}" if a.startswith("--file-prefix=") else a
-                    for a in self.cmd]
-
-
 def http_get(path, method="GET", port=PORT, host="127.0.0.1"):
     c = http.client.HTTPConnection(host, port, timeout=10)
     c.request(method, path)
@@ -68,26 +60,6 @@ def http_get(path, method="GET", port=PORT, host="127.0.0.1"):
     body = r.read().decode()
     c.close()
     return r.status, dict(r.getheaders()), body
-
-
-def listening_tcp_sockets(pid):
-    """Inodes of TCP sockets in LISTEN state that process `pid` holds."""
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    listening = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as f:
-            for line in f.readlines()[1:]:
-                fields = line.split()
-                if fields[3] == "0A" and fields[9] in inodes:
-                    listening.append(fields[9])
-    return listening
 
 
 def scrape(port=PORT):
@@ -215,14 +187,14 @@ class Metrics(unittest.TestCase):
     def test_z_counters_match_the_traffic(self):
         """vm1 (testpmd txonly) -> vm2 (testpmd rxonly): the scrape, stats.get and
         testpmd agree."""
-        rx = Guest("vm2-rx", self.socks[1], MAC2, "rxonly", self.dir, lcores="0,1", main_lcore=0)
-        tx = Guest("vm1-tx", self.socks[0], MAC1, "txonly", self.dir, lcores="0,1", main_lcore=1,
-                   peer=MAC2)
+        rx = ctltest.testpmd_guest("vm2-rx", self.socks[1], MAC2, "rxonly", self.dir,
+                                   lcores="0,1", main_lcore=0)
+        tx = ctltest.testpmd_guest("vm1-tx", self.socks[0], MAC1, "txonly", self.dir,
+                                   lcores="0,1", main_lcore=1, peer=MAC2)
         try:
             rx.start()
             rx.wait_forwarding()
-            ctltest.wait_until(lambda: self.daemon.call("port.get", name="vm2")["state"] ==
-                               "running", what="vm2 running")
+            wait_until(lambda: self.daemon.port_state("vm2") == "running", what="vm2 running")
             tx.start()
             tx.wait_forwarding()
             time.sleep(3)
@@ -319,8 +291,7 @@ class Listener(unittest.TestCase):
                 other.start()
             blocker.close()
             self.assertIn("metrics listener", str(e.exception))
-            self.assertEqual(other.proc.returncode, 1)
-            other.log.close()
+            self.assertEqual(other.returncode, 1)
             self.assertFalse(os.path.exists(other.control_path))
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.tail())

@@ -10,7 +10,9 @@ import subprocess
 import unittest
 
 import ctltest
-from ctltest import TRAFFIC_PAIR, connect, fd_count, rpc, rss_kib
+from ctltest import TRAFFIC_PAIR
+from xvtest.control import connect, rpc
+from xvtest.procfs import fd_count, rss_kib
 
 MAC1, MAC2, MAC_CHURN = "52:54:00:00:60:01", "52:54:00:00:60:02", "52:54:00:00:60:99"
 CYCLES, WARMUP = 1000, 100

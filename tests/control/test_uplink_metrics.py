@@ -14,9 +14,8 @@ import time
 import unittest
 
 import ctltest
-import prom
-from test_metrics import Guest
-from xvtest import netns
+from xvtest import netns, prom
+from xvtest.waiting import wait_until
 
 PID = os.getpid()
 NODE, PEER = f"xvctl-{PID}-node", f"xvctl-{PID}-peer"
@@ -49,8 +48,6 @@ for i in range(n):
 print(len(frame))
 """
 
-# Runs in the peer namespace: counts frames from MAC1 until stdin closes.
-
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for namespaces and XDP")
 class UplinkMetrics(unittest.TestCase):
@@ -60,11 +57,8 @@ class UplinkMetrics(unittest.TestCase):
         self.addCleanup(netns.delete, NODE)
         for ns in (NODE, PEER):
             netns.create(ns)
-        netns.run("ip", "-n", NODE, "link", "add", NODE_IF, "type", "veth", "peer", "name", PEER_IF,
-                  "address", PEER_MAC, "netns", PEER)
+        netns.veth(NODE, NODE_IF, PEER, PEER_IF, peer_mac=PEER_MAC)
         netns.run_in(PEER, "ethtool", "-K", PEER_IF, "tx", "off")
-        netns.run("ip", "-n", NODE, "link", "set", NODE_IF, "up")
-        netns.run("ip", "-n", PEER, "link", "set", PEER_IF, "up")
         self.dir = ctltest.workdir("uplink-metrics")
         self.socks = [os.path.join(self.dir, f"vm{i}.sock") for i in (1, 2)]
         config = {
@@ -76,12 +70,11 @@ class UplinkMetrics(unittest.TestCase):
         bpf = os.environ.get("XDPVHOST_BPF_OBJECT")
         if bpf:
             config["bpf_object"] = bpf
-        self.daemon = ctltest.checked_daemon(self.dir, config)
-        self.daemon.netns = NODE
+        self.daemon = ctltest.checked_daemon(self.dir, config, netns=NODE)
         self.daemon.start()
         self.addCleanup(self.stop_daemon)
-        ctltest.wait_until(lambda: self.daemon.call("uplink.list")[0]["queues"][0]["bind_mode"]
-                           == "copy", what="queue 0 bound")
+        wait_until(lambda: self.daemon.call("uplink.list")[0]["queues"][0]["bind_mode"] == "copy",
+                   what="queue 0 bound")
 
     def stop_daemon(self):
         self.assertEqual(self.daemon.stop(), 0, self.daemon.tail())
@@ -91,22 +84,20 @@ class UplinkMetrics(unittest.TestCase):
         return prom.parse(text)
 
     def guest(self, name, sock, mac, mode, main_lcore, peer=None):
-        g = Guest(name, sock, mac, mode, self.dir, lcores="0,1", main_lcore=main_lcore, peer=peer)
+        g = ctltest.testpmd_guest(name, sock, mac, mode, self.dir, lcores="0,1",
+                                  main_lcore=main_lcore, peer=peer)
         self.addCleanup(g.kill)
-        g.start()
-        g.wait_forwarding()
-        return g
+        return g.start().wait_forwarding()
 
     def test_counters_agree_with_the_wire(self):
         # Peer -> vm2: every frame the peer sends reaches the guest through the uplink.
         rx = self.guest("up-vm2-rx", self.socks[1], MAC2, "rxonly", 0)
-        ctltest.wait_until(lambda: self.daemon.call("port.get", name="vm2")["state"] == "running",
-                           what="vm2 running")
+        wait_until(lambda: self.daemon.port_state("vm2") == "running", what="vm2 running")
         sender = netns.run_in(PEER, "python3", "-c", SENDER, PEER_IF, MAC2, PEER_MAC, str(FRAMES),
                               timeout=120)
         frame_len = int(sender.stdout.strip())
-        ctltest.wait_until(lambda: self.daemon.call("stats.get", port="vm2")["ports"]["vm2"]
-                           ["tx_packets"] >= FRAMES, timeout=20, what="frames at vm2")
+        wait_until(lambda: self.daemon.call("stats.get", port="vm2")["ports"]["vm2"]["tx_packets"]
+                   >= FRAMES, timeout=20, what="frames at vm2")
         received = rx.stop()
         # vm1 -> peer: testpmd txonly to the peer's MAC leaves through the uplink. The
         # peer's interface counter counts it (IPv6 is off in both namespaces and nothing

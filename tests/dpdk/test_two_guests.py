@@ -45,12 +45,10 @@ class TwoGuests(unittest.TestCase):
         g = Testpmd(name, sock, mac, mode, WORKDIR, lcores="0,1", main_lcore=main_lcore,
                     peer=peer)
         self.guests.append(g)
-        g.start()
-        g.wait_forwarding()
-        return g
+        return g.start().wait_forwarding()
 
     def port_running(self, name):
-        return self.daemon.call("port.get", name=name)["state"] == "running"
+        return self.daemon.port_state(name) == "running"
 
     def one_way(self, src, dst, src_sock, dst_sock, src_mac, dst_mac, seconds=3):
         self.daemon.call("stats.reset")
@@ -88,10 +86,9 @@ class TwoGuests(unittest.TestCase):
         rx = self.guest("vm2-rx", self.sock2, MAC2, "rxonly")
         wait_until(lambda: self.port_running("vm2"), what="vm2 running")
         rx.kill()  # SIGKILL: no GET_VRING_BASE, no goodbye
-        wait_until(lambda: self.daemon.call("port.get", name="vm2")["state"] == "waiting",
-                   what="vm2 back to waiting")
-        self.assertEqual(self.daemon.proc.poll(), None, "the daemon keeps running")
-        self.assertEqual(self.daemon.call("port.get", name="vm1")["state"], "waiting")
+        wait_until(lambda: self.daemon.port_state("vm2") == "waiting", what="vm2 back to waiting")
+        self.assertTrue(self.daemon.alive(), "the daemon keeps running")
+        self.assertEqual(self.daemon.port_state("vm1"), "waiting")
         self.guests.remove(rx)
         delivered = self.one_way("vm1", "vm2", self.sock1, self.sock2, MAC1, MAC2, seconds=2)
         self.assertGreater(delivered, 0)

@@ -1,8 +1,9 @@
 """Network namespaces and the commands run in them, for the suites that
-build their own networks (tests/control, tests/e2e, bench): run a command
-(argv, no shell) with its output captured, run it inside a namespace,
-create and delete namespaces, find those a killed run left behind, and keep
-bpffs mounted for a command that `ip netns exec` starts."""
+build their own networks (tests/control, tests/e2e, tests/kubevirt, bench):
+run a command (argv, no shell) with its output captured, run it inside a
+namespace, create and delete namespaces, join two with a veth pair, find
+those a killed run left behind, and keep bpffs mounted for a command that
+`ip netns exec` starts."""
 
 import os
 import subprocess
@@ -40,6 +41,16 @@ def create(name, ipv6=False):
         run_in(name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                "net.ipv6.conf.default.disable_ipv6=1")
     run("ip", "-n", name, "link", "set", "lo", "up")
+
+
+def veth(ns, ifname, peer_ns, peer_ifname, *, peer_mac=None, mtu=None):
+    """A veth pair from `ifname` in namespace ns to `peer_ifname` in peer_ns
+    (with that MAC address and both ends with that MTU, if given), both up."""
+    mtu_args = ["mtu", str(mtu)] if mtu else []
+    run("ip", "-n", ns, "link", "add", ifname, *mtu_args, "type", "veth", "peer", "name",
+        peer_ifname, *(["address", peer_mac] if peer_mac else []), *mtu_args, "netns", peer_ns)
+    run("ip", "-n", ns, "link", "set", ifname, "up")
+    run("ip", "-n", peer_ns, "link", "set", peer_ifname, "up")
 
 
 def names(prefix=""):

@@ -1,4 +1,5 @@
-"""Child processes that must not outlive the test run that started them."""
+"""Child processes of a test run: they die with the run that started them
+(PR_SET_PDEATHSIG), and the log files they write are read back as text."""
 
 import ctypes
 import signal
@@ -14,3 +15,36 @@ def die_with_parent():
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except OSError:
         pass
+
+
+def read_text(path, start=0):
+    """The file from byte `start` on, decoded leniently; "" if it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def last_lines(text, n):
+    """The last n lines of text, joined with newlines."""
+    return "\n".join(text.splitlines()[-n:])
+
+
+class Child:
+    """What every wrapper of one child process (self.proc, a Popen or None
+    before it started) answers the same way."""
+
+    proc = None
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    @property
+    def returncode(self):
+        return self.proc.poll() if self.proc else None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None

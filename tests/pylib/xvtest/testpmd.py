@@ -1,6 +1,10 @@
-"""DPDK 22.11 dpdk-testpmd as a vhost-user frontend (net_virtio_user): a
-guest without a VM. Runs non-interactively with --stats-period and is
-stopped with SIGINT, after which it prints its forward statistics."""
+"""DPDK 22.11 dpdk-testpmd for tests: its command line (EAL arguments for a
+process without PCI devices or hugepages; the net_virtio_user vdev that makes
+it a vhost-user frontend, i.e. a guest without a VM; the net_vhost vdev that
+makes it a vhost-user backend), and Testpmd, such a
+guest run non-interactively with --stats-period and stopped with SIGINT,
+after which it prints its forward statistics. (testpmd_console.py drives
+one interactively.)"""
 
 import os
 import re
@@ -8,22 +12,48 @@ import signal
 import subprocess
 import time
 
+from .process import Child, die_with_parent, read_text
 
-class Testpmd:
+
+def eal_args(file_prefix, cores, memory_mb=512, main_lcore=None):
+    """`dpdk-testpmd` and its EAL arguments: no PCI probing (testpmd would
+    take the machine's NIC), no hugepages, shareable memory (a vhost-user
+    backend maps it), EAL errors only. cores is an -l list ("0,1") or an
+    --lcores map ("0@1,1@1")."""
+    return ["dpdk-testpmd", "--no-pci", "--no-huge", "-m", str(memory_mb),
+            f"--file-prefix={file_prefix}", *(["--lcores", cores] if "@" in cores else ["-l", cores]),
+            *([f"--main-lcore={main_lcore}"] if main_lcore is not None else []),
+            "--log-level=lib.eal:error"]
+
+
+def virtio_user_vdev(socket_path, mac, queue_size=1024, server=False, extra=""):
+    """The vdev of a vhost-user frontend on socket_path (server: testpmd listens)."""
+    vdev = f"net_virtio_user0,path={socket_path},queue_size={queue_size},mac={mac}"
+    if server:
+        vdev += ",server=1"
+    if extra:
+        vdev += "," + extra
+    return vdev
+
+
+def vhost_vdev(socket_path, index=0, queues=1, client=None):
+    """The vdev of a vhost-user backend port (net_vhost) on socket_path;
+    client True: testpmd connects, False: it listens, None: the PMD's default."""
+    vdev = f"net_vhost{index},iface={socket_path},queues={queues}"
+    if client is not None:
+        vdev += f",client={int(client)}"
+    return vdev
+
+
+class Testpmd(Child):
     def __init__(self, name, socket_path, mac, mode, workdir, lcores="0,1", peer=None,
                  server=False, queue_size=1024, extra=(), txpkts=64, netns=None, memory_mb=512,
                  vdev_extra="", main_lcore=None, file_prefix=None):
         self.name = name
         self.workdir = workdir
         self.log_path = os.path.join(workdir, f"testpmd-{name}.log")
-        vdev = f"net_virtio_user0,path={socket_path},queue_size={queue_size},mac={mac}"
-        if server:
-            vdev += ",server=1"
-        if vdev_extra:
-            vdev += "," + vdev_extra
-        self.cmd = ["dpdk-testpmd", "--no-pci", "--no-huge", "-m", str(memory_mb),
-                    f"--file-prefix={file_prefix or 'xvt-' + name}", "-l", lcores, "--log-level=lib.eal:error",
-                    *([f"--main-lcore={main_lcore}"] if main_lcore is not None else []),
+        vdev = virtio_user_vdev(socket_path, mac, queue_size, server, vdev_extra)
+        self.cmd = [*eal_args(file_prefix or f"xvt-{name}", lcores, memory_mb, main_lcore),
                     f"--vdev={vdev}", "--", f"--forward-mode={mode}", "--stats-period=1",
                     "--nb-cores=1", "--total-num-mbufs=8192", f"--txpkts={txpkts}"]
         if peer:
@@ -34,9 +64,10 @@ class Testpmd:
         self.proc = None
 
     def start(self):
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=die_with_parent)
         return self
 
     def wait_forwarding(self, timeout=30.0):
@@ -45,7 +76,7 @@ class Testpmd:
         while time.monotonic() < deadline:
             text = self.output()
             if "Press enter to exit" in text or "Port statistics" in text:
-                return
+                return self
             if self.proc.poll() is not None:
                 raise RuntimeError(f"testpmd {self.name} exited:\n{text[-3000:]}")
             time.sleep(0.1)
@@ -53,28 +84,21 @@ class Testpmd:
 
     def stop(self, timeout=20.0):
         """SIGINT, then the final counters: {'rx': n, 'tx': n, 'tx_dropped': n}."""
-        if self.proc.poll() is None:
+        if self.alive():
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
-        self.log.close()
         return self.final_stats()
 
     def kill(self):
-        if self.proc and self.proc.poll() is None:
+        if self.alive():
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
-        if self.proc and not self.log.closed:
-            self.log.close()
 
     def output(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return read_text(self.log_path)
 
     def final_stats(self):
         text = self.output()

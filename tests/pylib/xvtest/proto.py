@@ -1,6 +1,6 @@
 """proto/ loaded with python3-jsonschema: validators for every method's
-params and result (Debian 12's jsonschema 4.10 RefResolver, or newer
-releases' referencing.Registry)."""
+params and result, the examples of every method, the error codes (Debian
+12's jsonschema 4.10 RefResolver, or newer releases' referencing.Registry)."""
 
 import json
 import pathlib
@@ -8,12 +8,15 @@ import pathlib
 import jsonschema
 from jsonschema import Draft202012Validator
 
+from . import paths
+
 ID_BASE = "https://xdpvhost.invalid/proto/"
 
 
 class Proto:
-    def __init__(self, proto_dir):
-        self.dir = pathlib.Path(proto_dir)
+    def __init__(self, proto_dir=None):
+        """proto_dir: default $XDPVHOST_PROTO, else the tree's proto/."""
+        self.dir = pathlib.Path(proto_dir or paths.proto_dir())
         files = [self.dir / "config.schema.json", self.dir / "types.schema.json",
                  self.dir / "rpc.schema.json"] + sorted((self.dir / "methods").glob("*.json"))
         self.by_id = {}
