@@ -11,13 +11,13 @@
 #include <filesystem>
 #include <iostream>
 
-#include "config.hpp"
-#include "control_api.hpp"
-#include "control_server.hpp"
-#include "daemon.hpp"
-#include "log_level.hpp"
+#include "config/config.hpp"
+#include "control/control_api.hpp"
+#include "control/control_server.hpp"
+#include "runtime/daemon.hpp"
+#include "runtime/log_level.hpp"
 #include "metrics_service.hpp"
-#include "rpc_dispatcher.hpp"
+#include "control/rpc_dispatcher.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"xdpvhostd: vhost-user virtio-net backend with AF_XDP uplinks"};

@@ -27,7 +27,7 @@ NODE=xvdemo-node
 PEER=xvdemo-peer
 BUILD=${XDPVHOST_BUILD_DIR:-$ROOT/build}
 DAEMON=$BUILD/daemon/xdpvhostd
-CTL="$BUILD/daemon/ctl/xdpvhostctl --socket $DIR/control.sock"
+CTL="$BUILD/ctl/xdpvhostctl --socket $DIR/control.sock"
 
 cleanup() {
   set +e

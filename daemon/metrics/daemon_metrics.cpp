@@ -7,8 +7,8 @@
 
 #include "counter_families.hpp"
 #include "dataplane/drop_reason.hpp"
-#include "state_json.hpp"
-#include "stats_snapshot.hpp"
+#include "control/state_json.hpp"
+#include "control/stats_snapshot.hpp"
 
 namespace xdpvhost::daemon::metrics {
 

@@ -6,7 +6,7 @@
 // values (family_builder.hpp). Read from the datapath's counters (relaxed
 // atomics, no locks) on the control thread.
 
-#include "daemon.hpp"
+#include "runtime/daemon.hpp"
 #include "family_builder.hpp"
 
 namespace xdpvhost::daemon::metrics {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon.hpp"
+#include "runtime/daemon.hpp"
 
 namespace xdpvhost::daemon::metrics {
 

@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon.hpp"
+#include "runtime/daemon.hpp"
 #include "family_builder.hpp"
 #include "http_server.hpp"
 

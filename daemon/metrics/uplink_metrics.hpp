@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "family_builder.hpp"
-#include "stats_snapshot.hpp"
+#include "control/stats_snapshot.hpp"
 #include "nic/xdp_program.hpp"
 
 namespace xdpvhost::daemon::metrics {

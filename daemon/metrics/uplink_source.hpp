@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "daemon.hpp"
+#include "runtime/daemon.hpp"
 #include "uplink_metrics.hpp"
 
 namespace xdpvhost::daemon::metrics {

@@ -10,7 +10,7 @@
 #include "stats_view.hpp"
 #include "text_table.hpp"
 
-namespace xdpvhost::daemon::ctl {
+namespace xdpvhost::ctl {
 namespace {
 
 using nlohmann::json;
@@ -80,4 +80,4 @@ TEST(StatsView, RatesFromThePreviousSample) {
 }
 
 }  // namespace
-}  // namespace xdpvhost::daemon::ctl
+}  // namespace xdpvhost::ctl

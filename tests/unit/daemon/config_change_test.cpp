@@ -2,7 +2,7 @@
 // tunables.set on a Config, with the error kinds the control server maps to
 // protocol codes, and the input left untouched when refused.
 
-#include "config_change.hpp"
+#include "config/config_change.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The typed config loader: defaults, every rule beyond the schema, error
 // messages that name the field, round trip, files.
 
-#include "config.hpp"
+#include "config/config.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-#include "schema_registry.hpp"
+#include "schemas/schema_registry.hpp"
 
 namespace xdpvhost::daemon {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "dataplane/counters.hpp"
 #include "json_schema/json_schema.hpp"
-#include "schema_registry.hpp"
-#include "state_json.hpp"
+#include "schemas/schema_registry.hpp"
+#include "control/state_json.hpp"
 
 namespace xdpvhost::daemon {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "config.hpp"
-#include "config_change.hpp"
-#include "schema_registry.hpp"
+#include "config/config.hpp"
+#include "config/config_change.hpp"
+#include "schemas/schema_registry.hpp"
 
 namespace xdpvhost::daemon {
 namespace {

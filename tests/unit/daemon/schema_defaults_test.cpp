@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "config.hpp"
-#include "schema_registry.hpp"
+#include "config/config.hpp"
+#include "schemas/schema_registry.hpp"
 
 namespace xdpvhost::daemon {
 namespace {

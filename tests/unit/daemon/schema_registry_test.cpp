@@ -1,6 +1,6 @@
 // The registry over the embedded proto/ files.
 
-#include "schema_registry.hpp"
+#include "schemas/schema_registry.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "rpc_error_code.hpp"
+#include "control/rpc_error_code.hpp"
 
 namespace xdpvhost::daemon {
 namespace {

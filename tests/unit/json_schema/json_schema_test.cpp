@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "proto_files.hpp"
+#include "schemas/proto_files.hpp"
 
 namespace xdpvhost::daemon {
 namespace {

@@ -1,0 +1,144 @@
+#include "human_views.hpp"
+
+#include <cstdio>
+
+#include "text_table.hpp"
+
+namespace xdpvhost::ctl {
+
+using nlohmann::json;
+
+namespace {
+
+std::string text(const json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_array()) {
+    std::string s;
+    for (const auto& e : v) {
+      if (!s.empty()) s += ',';
+      s += text(e);
+    }
+    return s.empty() ? "-" : s;
+  }
+  return v.dump();
+}
+
+const json& array_or_empty(const json& object, const char* key) {
+  static const json empty = json::array();
+  if (!object.is_object() || !object.contains(key) || !object[key].is_array()) return empty;
+  return object[key];
+}
+
+std::string uptime(double seconds) {
+  const auto s = static_cast<long long>(seconds);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%lldd %02lld:%02lld:%02lld", s / 86400, s / 3600 % 24,
+                s / 60 % 60, s % 60);
+  return buf;
+}
+
+}  // namespace
+
+std::string cell(const json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return "-";
+  return text(object[key]);
+}
+
+void print_port_list(const json& ports, std::ostream& out) {
+  TextTable t({"NAME", "STATE", "MAC", "MODE", "QUEUES", "MTU", "THREAD", "UPLINK", "SOCKET"},
+              {false, false, false, false, true, true, true, false, false});
+  for (const auto& p : ports)
+    t.add({cell(p, "name"), cell(p, "state"), cell(p, "mac"), cell(p, "mode"),
+           cell(p, "queue_pairs"), cell(p, "mtu"), cell(p, "thread"), cell(p, "uplink"),
+           cell(p, "socket")});
+  if (t.empty())
+    out << "no ports\n";
+  else
+    t.print(out);
+}
+
+void print_uplink_list(const json& uplinks, std::ostream& out) {
+  if (uplinks.empty()) {
+    out << "no uplinks\n";
+    return;
+  }
+  TextTable t({"NAME", "INTERFACE", "LINK", "BIND", "QUEUE", "BOUND", "NAPI ID", "THREAD",
+               "NAPI BUSY POLL"},
+              {false, false, false, false, true, false, true, true, false});
+  for (const auto& u : uplinks) {
+    const auto& queues = array_or_empty(u, "queues");
+    if (queues.empty())
+      t.add({cell(u, "name"), cell(u, "interface"), cell(u, "link"), cell(u, "bind")});
+    for (const auto& q : queues) {
+      std::string busy = "-";
+      if (q.contains("napi_busy_poll") && q["napi_busy_poll"].is_object()) {
+        const auto& n = q["napi_busy_poll"];
+        busy = std::string(n.value("active", false) ? "active" : "inactive") + " (" +
+               n.value("reason", std::string()) + ")";
+      }
+      t.add({cell(u, "name"), cell(u, "interface"), cell(u, "link"), cell(u, "bind"),
+             cell(q, "queue"), cell(q, "bind_mode"), cell(q, "napi_id"), cell(q, "thread"), busy});
+    }
+  }
+  t.print(out);
+}
+
+void print_status(const json& status, std::ostream& out) {
+  out << "xdpvhostd " << cell(status, "version");
+  if (status.contains("uptime_s") && status["uptime_s"].is_number())
+    out << ", up " << uptime(status["uptime_s"].get<double>());
+  out << "\n\n";
+  TextTable threads({"THREAD", "CPU", "STATE", "BUSY POLL US", "PORTS", "UPLINKS"},
+                    {true, true, false, true, false, false});
+  for (const auto& t : array_or_empty(status, "threads"))
+    threads.add({cell(t, "index"), cell(t, "cpu"), cell(t, "state"), cell(t, "busy_poll_us"),
+                 cell(t, "ports"), cell(t, "uplinks")});
+  threads.print(out);
+  out << '\n';
+  print_port_list(array_or_empty(status, "ports"), out);
+  out << '\n';
+  print_uplink_list(array_or_empty(status, "uplinks"), out);
+}
+
+void print_port_detail(const json& port, std::ostream& out) {
+  TextTable kv({"FIELD", "VALUE"});
+  for (const char* key : {"name", "state", "socket", "mode", "mac", "uplink", "queue_pairs", "mtu",
+                          "thread", "features", "protocol_features"})
+    if (port.contains(key)) kv.add({key, cell(port, key)});
+  if (port.contains("tunables") && port["tunables"].is_object())
+    for (const auto& [k, v] : port["tunables"].items()) kv.add({"tunables." + k, text(v)});
+  kv.print(out);
+  const auto& queues = array_or_empty(port, "queues");
+  out << '\n';
+  if (queues.empty()) {
+    out << "no virtqueues set up\n";
+    return;
+  }
+  TextTable q({"VRING", "DIRECTION", "STATE", "SIZE", "ERROR"}, {true, false, false, true, false});
+  for (const auto& v : queues)
+    q.add({cell(v, "index"), cell(v, "direction"), cell(v, "state"), cell(v, "size"),
+           v.contains("error") ? cell(v, "error") : ""});
+  q.print(out);
+}
+
+void print_tunables(const json& scope, std::ostream& out) {
+  out << "scope: " << cell(scope, "scope");
+  if (scope.contains("name")) out << " " << cell(scope, "name");
+  out << '\n';
+  TextTable t({"TUNABLE", "VALUE", "SOURCE"});
+  const json overrides = scope.value("overrides", json::object());
+  if (scope.contains("tunables") && scope["tunables"].is_object())
+    for (const auto& [k, v] : scope["tunables"].items())
+      t.add({k, text(v), overrides.is_object() && overrides.contains(k) ? "override" : "global"});
+  t.print(out);
+}
+
+void print_version(const std::string& client_version, const json& version, std::ostream& out) {
+  out << "xdpvhostctl " << client_version << "\n";
+  out << "xdpvhostd   " << cell(version, "version") << " (protocol " << cell(version, "protocol")
+      << ")\n";
+}
+
+}  // namespace xdpvhost::ctl

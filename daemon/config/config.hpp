@@ -1,0 +1,114 @@
+#pragma once
+// The daemon's configuration as typed values: what proto/config.schema.json
+// describes, with defaults applied. Loading validates against the embedded
+// schema first (errors name the field: `ports[1]: unknown field "sokcet"`),
+// then checks what a schema cannot: unique names, MACs and socket paths,
+// references between ports, uplinks and threads, sun_path length, unicast
+// MACs. to_json() gives back a document that validates and parses to an
+// equal Config; the daemon persists it as its state file.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config_result.hpp"
+#include "controller/port_config.hpp"
+#include "controller/uplink_config.hpp"
+#include "dataplane/tunables.hpp"
+
+namespace xdpvhost::daemon {
+
+using PortConfig = controller::PortConfig;
+using UplinkConfig = controller::UplinkConfig;
+using Tunables = dataplane::Tunables;
+
+enum class LogLevel : std::uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
+
+// The schema's spelling: "warn", ...
+std::string_view to_string(LogLevel level);
+std::optional<LogLevel> parse_log_level(std::string_view text);
+
+struct ThreadsConfig {
+  std::uint32_t count = 1;
+  std::vector<std::uint32_t> cpus;  // empty: not pinned; else one per thread
+  bool operator==(const ThreadsConfig&) const = default;
+};
+
+struct ControlConfig {
+  std::string socket = "/run/xdpvhost/control.sock";
+  std::uint32_t mode = 0660;  // permission bits of the socket file
+  std::optional<std::string> group;
+  bool operator==(const ControlConfig&) const = default;
+};
+
+struct MetricsConfig {
+  std::string listen;  // "host:port" or "[v6]:port"; empty: no exposer
+  bool operator==(const MetricsConfig&) const = default;
+};
+
+struct LogConfig {
+  LogLevel level = LogLevel::kInfo;
+  bool operator==(const LogConfig&) const = default;
+};
+
+struct Config {
+  std::vector<PortConfig> ports;
+  std::vector<UplinkConfig> uplinks;
+  Tunables tunables;
+  ThreadsConfig threads;
+  ControlConfig control;
+  MetricsConfig metrics;
+  LogConfig log;
+  std::optional<std::string> state_file;
+  std::optional<std::string> bpf_object;
+  bool operator==(const Config&) const = default;
+
+  // nullptr if there is none of that name.
+  const PortConfig* find_port(std::string_view name) const;
+  const UplinkConfig* find_uplink(std::string_view name) const;
+};
+
+// Reads and parses a config file. Messages start with the file's path.
+ConfigResult<Config> load_config_file(const std::string& path);
+// Parses config text (JSON).
+ConfigResult<Config> parse_config_text(std::string_view text);
+// Validates against config.schema.json, applies defaults, checks every rule.
+ConfigResult<Config> parse_config(const nlohmann::json& document);
+
+// One port / uplink object as in the config's "ports" / "uplinks" (the
+// params of port.add / uplink.add): validated against its schema definition,
+// defaults applied, the MAC and socket path checked. Error paths start with
+// `path` ("params" gives "params.mac: ..."). Uniqueness against other ports
+// is checked when it is added to a Config (config_change.hpp).
+ConfigResult<PortConfig> parse_port(const nlohmann::json& port, std::string_view path = "params");
+ConfigResult<UplinkConfig> parse_uplink(const nlohmann::json& uplink,
+                                        std::string_view path = "params");
+
+// Every rule across the config (names, MACs, sockets, references, threads);
+// nullopt when it holds. parse_config runs it; so does every config change.
+std::optional<ConfigError> check_config(const Config& config);
+
+// "" if `path` can be bound as a unix socket (at most 107 bytes, no NUL),
+// else the problem, e.g. "is 130 bytes, sun_path holds at most 107".
+std::string check_socket_path(std::string_view path);
+
+// Documents that validate against the schema; every default is written out,
+// absent optional members are left out.
+nlohmann::json to_json(const Config& config);
+nlohmann::json to_json(const PortConfig& port);
+nlohmann::json to_json(const UplinkConfig& uplink);
+nlohmann::json to_json(const Tunables& tunables);
+nlohmann::json to_json(const dataplane::PortTunableOverrides& overrides);    // only those set
+nlohmann::json to_json(const dataplane::UplinkTunableOverrides& overrides);  // only those set
+
+// Writes to_json(config) to `path` atomically (temporary file in the same
+// directory, fsync, rename, fsync of the directory). Returns "" or the
+// problem.
+std::string save_config_file(const Config& config, const std::string& path);
+
+}  // namespace xdpvhost::daemon

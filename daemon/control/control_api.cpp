@@ -1,0 +1,280 @@
+#include "control/control_api.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "control/state_json.hpp"
+
+namespace xdpvhost::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kProtocolVersion = 1;
+
+RpcError not_found(const std::string& what) {
+  return RpcError{RpcErrorCode::kNotFound, what, nullptr};
+}
+
+std::optional<std::string> opt_string(const json& params, const char* key) {
+  if (params.contains(key)) return params[key].get<std::string>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+RpcError to_rpc_error(const ConfigError& error) {
+  RpcError e{error.rpc_code(), error.message, nullptr};
+  if (!error.details.empty()) e.data = json{{"errors", error.details}};
+  return e;
+}
+
+void ControlApi::register_methods(RpcDispatcher& d) {
+  auto bind = [this](RpcResult (ControlApi::*m)(const json&)) {
+    return [this, m](const json& params) { return (this->*m)(params); };
+  };
+  d.add("version", bind(&ControlApi::version));
+  d.add("status", bind(&ControlApi::status));
+  d.add("port.list", bind(&ControlApi::port_list));
+  d.add("port.get", bind(&ControlApi::port_get));
+  d.add("port.add", bind(&ControlApi::port_add));
+  d.add("port.remove", bind(&ControlApi::port_remove));
+  d.add("uplink.list", bind(&ControlApi::uplink_list));
+  d.add("uplink.add", bind(&ControlApi::uplink_add));
+  d.add("uplink.remove", bind(&ControlApi::uplink_remove));
+  d.add("tunables.get", bind(&ControlApi::tunables_get));
+  d.add("tunables.set", bind(&ControlApi::tunables_set));
+  d.add("stats.get", bind(&ControlApi::stats_get));
+  d.add("stats.reset", bind(&ControlApi::stats_reset));
+  d.add("log.set_level", bind(&ControlApi::log_set_level));
+  d.add("config.get", bind(&ControlApi::config_get));
+}
+
+RpcResult ControlApi::version(const json&) {
+  return json{{"version", daemon_.version()},
+              {"protocol", kProtocolVersion},
+              {"methods", SchemaRegistry::embedded().methods()}};
+}
+
+RpcResult ControlApi::status(const json&) {
+  const auto& config = daemon_.config();
+  auto& dp = daemon_.dataplane();
+  json threads = json::array();
+  for (std::uint16_t t = 0; t < dp.thread_count(); ++t) {
+    std::vector<std::string> ports, uplinks;
+    for (const auto& [name, port] : daemon_.ports())
+      if (port->thread() == t) ports.push_back(name);
+    for (const auto& [name, uplink] : daemon_.uplinks())
+      for (const auto& q : uplink->queue_reports())
+        if (q.thread == t && (uplinks.empty() || uplinks.back() != name)) uplinks.push_back(name);
+    threads.push_back(thread_status(dp.thread(t), ports, uplinks));
+  }
+  json ports = json::array();
+  for (const auto& p : config.ports)
+    if (const auto* c = daemon_.find_port(p.name)) ports.push_back(port_summary(p, *c));
+  const double uptime =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - daemon_.started_at())
+          .count();
+  return json{{"version", daemon_.version()},
+              {"uptime_s", uptime},
+              {"threads", threads},
+              {"ports", ports},
+              {"uplinks", uplink_list(json::object()).result()}};
+}
+
+RpcResult ControlApi::port_list(const json&) {
+  json list = json::array();
+  for (const auto& p : daemon_.config().ports)
+    if (const auto* c = daemon_.find_port(p.name)) list.push_back(port_summary(p, *c));
+  return list;
+}
+
+json ControlApi::port_detail_json(const std::string& name) const {
+  const PortConfig* p = daemon_.config().find_port(name);
+  const auto* c = daemon_.find_port(name);
+  if (p == nullptr || c == nullptr) return nullptr;
+  return port_detail(*p, resolve(daemon_.config().tunables, p->tunables), *c);
+}
+
+RpcResult ControlApi::port_get(const json& params) {
+  const std::string name = params["name"].get<std::string>();
+  json detail = port_detail_json(name);
+  if (detail.is_null()) return not_found("there is no port \"" + name + "\"");
+  return detail;
+}
+
+RpcResult ControlApi::port_add(const json& params) {
+  auto port = parse_port(params, "params");
+  if (!port) return to_rpc_error(port.error());
+  // Rule violations keep their own codes; failing to open the port is an
+  // operation_failed (ConfigErrorKind::kOperationFailed).
+  if (auto error = daemon_.add_port(port.value())) return to_rpc_error(*error);
+  return port_detail_json(port->name);
+}
+
+RpcResult ControlApi::port_remove(const json& params) {
+  const std::string name = params["name"].get<std::string>();
+  if (auto error = daemon_.remove_port(name)) return to_rpc_error(*error);
+  port_baselines_.erase(name);
+  return json{{"removed", name}};
+}
+
+json ControlApi::uplink_status_json(const std::string& name) const {
+  const UplinkConfig* u = daemon_.config().find_uplink(name);
+  const auto* c = daemon_.find_uplink(name);
+  if (u == nullptr || c == nullptr) return nullptr;
+  return uplink_status(*u, *c);
+}
+
+RpcResult ControlApi::uplink_list(const json&) {
+  json list = json::array();
+  for (const auto& u : daemon_.config().uplinks) {
+    json j = uplink_status_json(u.name);
+    if (!j.is_null()) list.push_back(std::move(j));
+  }
+  return list;
+}
+
+RpcResult ControlApi::uplink_add(const json& params) {
+  auto uplink = parse_uplink(params, "params");
+  if (!uplink) return to_rpc_error(uplink.error());
+  if (auto error = daemon_.add_uplink(uplink.value())) return to_rpc_error(*error);
+  return uplink_status_json(uplink->name);
+}
+
+RpcResult ControlApi::uplink_remove(const json& params) {
+  const std::string name = params["name"].get<std::string>();
+  if (auto error = daemon_.remove_uplink(name)) return to_rpc_error(*error);
+  uplink_baselines_.erase(name);
+  return json{{"removed", name}};
+}
+
+UplinkStatsSnapshot ControlApi::uplink_stats_since_reset(
+    const std::string& name, const controller::UplinkController& uplink) const {
+  auto now = UplinkStatsSnapshot::of(uplink);
+  auto it = uplink_baselines_.find(name);
+  if (it == uplink_baselines_.end() || it->second.first != &uplink) return now;
+  return now.since(it->second.second);
+}
+
+json ControlApi::tunables_scope(const std::optional<std::string>& port,
+                                const std::optional<std::string>& uplink) const {
+  const auto& config = daemon_.config();
+  if (port) {
+    const PortConfig* p = config.find_port(*port);
+    if (p == nullptr) return nullptr;
+    return json{{"scope", "port"},
+                {"name", *port},
+                {"tunables", to_json(resolve(config.tunables, p->tunables))},
+                {"overrides", to_json(p->tunables)}};
+  }
+  if (uplink) {
+    const UplinkConfig* u = config.find_uplink(*uplink);
+    if (u == nullptr) return nullptr;
+    return json{{"scope", "uplink"},
+                {"name", *uplink},
+                {"tunables", to_json(resolve(config.tunables, u->tunables))},
+                {"overrides", to_json(u->tunables)}};
+  }
+  return json{{"scope", "global"}, {"tunables", to_json(config.tunables)}};
+}
+
+RpcResult ControlApi::tunables_get(const json& params) {
+  auto port = opt_string(params, "port");
+  auto uplink = opt_string(params, "uplink");
+  json j = tunables_scope(port, uplink);
+  if (j.is_null())
+    return not_found(port ? "there is no port \"" + *port + "\""
+                          : "there is no uplink \"" + *uplink + "\"");
+  return j;
+}
+
+RpcResult ControlApi::tunables_set(const json& params) {
+  auto change = parse_tunables_set(params);
+  if (!change) return to_rpc_error(change.error());
+  if (auto error = daemon_.set_tunables(change.value())) return to_rpc_error(*error);
+  return tunables_scope(change->port, change->uplink);
+}
+
+PortStatsSnapshot ControlApi::port_stats_since_reset(
+    const std::string& name, const controller::GuestPortController& port) const {
+  auto now = PortStatsSnapshot::of(port.port().counters());
+  auto it = port_baselines_.find(name);
+  if (it == port_baselines_.end() || it->second.first != port.port().id()) return now;
+  return now.since(it->second.second);
+}
+
+RpcResult ControlApi::stats_get(const json& params) {
+  auto only_port = opt_string(params, "port");
+  auto only_uplink = opt_string(params, "uplink");
+  if (only_port && daemon_.find_port(*only_port) == nullptr)
+    return not_found("there is no port \"" + *only_port + "\"");
+  if (only_uplink && daemon_.find_uplink(*only_uplink) == nullptr)
+    return not_found("there is no uplink \"" + *only_uplink + "\"");
+  json ports = json::object();
+  if (!only_uplink)
+    for (const auto& [name, port] : daemon_.ports())
+      if (!only_port || *only_port == name)
+        ports[name] = port_stats(port_stats_since_reset(name, *port));
+  json uplinks = json::object();
+  if (!only_port)
+    for (const auto& [name, uplink] : daemon_.uplinks())
+      if (!only_uplink || *only_uplink == name)
+        uplinks[name] = uplink_stats(uplink_stats_since_reset(name, *uplink));
+  json threads = json::array();
+  if (!only_port && !only_uplink) {
+    auto& dp = daemon_.dataplane();
+    for (std::uint16_t t = 0; t < dp.thread_count(); ++t) {
+      auto now = ThreadStatsSnapshot::of(dp.thread(t).counters());
+      auto it = thread_baselines_.find(t);
+      threads.push_back(
+          thread_stats(t, it == thread_baselines_.end() ? now : now.since(it->second)));
+    }
+  }
+  return json{{"ports", ports}, {"uplinks", uplinks}, {"threads", threads}};
+}
+
+RpcResult ControlApi::stats_reset(const json& params) {
+  auto only_port = opt_string(params, "port");
+  auto only_uplink = opt_string(params, "uplink");
+  if (only_port && daemon_.find_port(*only_port) == nullptr)
+    return not_found("there is no port \"" + *only_port + "\"");
+  if (only_uplink && daemon_.find_uplink(*only_uplink) == nullptr)
+    return not_found("there is no uplink \"" + *only_uplink + "\"");
+  json reset_ports = json::array();
+  if (!only_uplink)
+    for (const auto& [name, port] : daemon_.ports()) {
+      if (only_port && *only_port != name) continue;
+      port_baselines_[name] = {port->port().id(), PortStatsSnapshot::of(port->port().counters())};
+      reset_ports.push_back(name);
+    }
+  json reset_uplinks = json::array();
+  if (!only_port)
+    for (const auto& [name, uplink] : daemon_.uplinks()) {
+      if (only_uplink && *only_uplink != name) continue;
+      uplink_baselines_[name] = {uplink.get(), UplinkStatsSnapshot::of(*uplink)};
+      reset_uplinks.push_back(name);
+    }
+  const bool threads = !only_port && !only_uplink;
+  if (threads) {
+    auto& dp = daemon_.dataplane();
+    for (std::uint16_t t = 0; t < dp.thread_count(); ++t)
+      thread_baselines_[t] = ThreadStatsSnapshot::of(dp.thread(t).counters());
+  }
+  return json{{"ports", reset_ports}, {"uplinks", reset_uplinks}, {"threads", threads}};
+}
+
+RpcResult ControlApi::log_set_level(const json& params) {
+  const std::string level = params["level"].get<std::string>();
+  auto parsed = parse_log_level(level);
+  if (!parsed) return RpcError{RpcErrorCode::kInvalidParams, "unknown level " + level, nullptr};
+  const std::string previous(to_string(daemon_.log_level()));
+  daemon_.set_log_level(*parsed);
+  return json{{"level", level}, {"previous", previous}};
+}
+
+RpcResult ControlApi::config_get(const json&) {
+  return to_json(daemon_.config());
+}
+
+}  // namespace xdpvhost::daemon

@@ -1,0 +1,193 @@
+#include "control/state_json.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "dataplane/drop_reason.hpp"
+#include "vhost/socket_endpoint.hpp"
+
+namespace xdpvhost::daemon {
+
+using dataplane::GuestPort;
+using nlohmann::json;
+
+std::string port_state(const controller::GuestPortController& c) {
+  if (c.port().broken()) return "broken";
+  if (c.endpoint().state() != vhost::SocketEndpoint::State::kConnected) return "waiting";
+  for (std::uint32_t i = 0; i < c.device().vring_count(); ++i)
+    if (c.device().vrings()[i].running) return "running";
+  return "connected";
+}
+
+json port_summary(const PortConfig& config, const controller::GuestPortController& c) {
+  json j{{"name", config.name},
+         {"socket", config.socket},
+         {"mode", vhost::to_string(config.mode)},
+         {"mac", config.mac.to_string()},
+         {"queue_pairs", config.queue_pairs},
+         {"mtu", config.mtu},
+         {"thread", c.thread()},
+         {"state", port_state(c)}};
+  if (config.uplink) j["uplink"] = *config.uplink;
+  return j;
+}
+
+json port_detail(const PortConfig& config, const Tunables& effective,
+                 const controller::GuestPortController& c) {
+  json j = port_summary(config, c);
+  json queues = json::array();
+  const auto& vrings = c.device().vrings();
+  for (std::uint32_t i = 0; i < c.device().vring_count(); ++i) {
+    const auto& v = vrings[i];
+    const bool touched = v.num != 0 || v.addr_set || v.kick_received || v.enabled || v.running;
+    const bool broken = c.port().queue_state(i) == GuestPort::QueueState::kBroken;
+    if (!touched && !broken) continue;
+    json q{{"index", i}, {"direction", (i & 1) ? "tx" : "rx"}, {"size", v.num}};
+    if (broken) {
+      q["state"] = "broken";
+      q["error"] = virtio::to_string(c.port().queue_error(i));
+    } else if (v.running) {
+      q["state"] = "enabled";
+    } else if (v.num != 0 && v.addr_set && v.kick_received) {
+      q["state"] = "disabled";
+    } else {
+      q["state"] = "stopped";
+    }
+    queues.push_back(std::move(q));
+  }
+  j["queues"] = std::move(queues);
+  j["features"] = fmt::format("0x{:x}", c.device().acked_features());
+  j["protocol_features"] = fmt::format("0x{:x}", c.device().acked_protocol_features());
+  j["tunables"] = json{{"signal_batch", effective.signal_batch},
+                       {"rx_burst", effective.rx_burst},
+                       {"tx_burst", effective.tx_burst}};
+  return j;
+}
+
+json thread_status(const dataplane::ServiceThread& t, const std::vector<std::string>& ports,
+                   const std::vector<std::string>& uplinks) {
+  using S = dataplane::ServiceThread::State;
+  const char* state = "busy";
+  switch (t.state()) {
+    case S::kPolling:
+      state = "polling";
+      break;
+    case S::kSleeping:
+    case S::kStopped:
+      state = "sleeping";
+      break;
+    case S::kStarting:
+    case S::kBusy:
+      state = "busy";
+      break;
+  }
+  return json{{"index", t.index()},
+              {"cpu", t.cpu() ? json(*t.cpu()) : json(nullptr)},
+              {"ports", ports},
+              {"uplinks", uplinks},
+              {"busy_poll_us", t.busy_poll_us()},
+              {"state", state}};
+}
+
+namespace {
+
+// Every counter of `table` in scope, under its JSON name.
+template <class Set, std::size_t N>
+void put_counters(json& j, const std::array<dataplane::CounterField<Set>, N>& table,
+                  const dataplane::CounterValues<N>& values,
+                  dataplane::PortScope scope = dataplane::PortScope::kGuest) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (table[i].scope == dataplane::PortScope::kAll || scope == dataplane::PortScope::kGuest)
+      j[std::string(table[i].info.name)] = values[i];
+}
+
+json drops_json(const dataplane::CounterValues<dataplane::kDropReasons>& drops) {
+  json d = json::object();
+  for (std::size_t i = 0; i < drops.size(); ++i)
+    d[dataplane::to_string(static_cast<dataplane::DropReason>(i))] = drops[i];
+  return d;
+}
+
+// The port counters that apply to an uplink queue, and the queue's own.
+json uplink_queue_counters(const UplinkQueueStatsSnapshot& q) {
+  json j = json::object();
+  put_counters(j, dataplane::kPortCounters, q.port.counters, dataplane::PortScope::kAll);
+  put_counters(j, dataplane::kUplinkQueueCounters, q.counters);
+  return j;
+}
+
+}  // namespace
+
+json port_stats(const PortStatsSnapshot& s) {
+  json j = json::object();
+  put_counters(j, dataplane::kPortCounters, s.counters);
+  j[std::string(dataplane::kPortDrops.name)] = drops_json(s.drops);
+  return j;
+}
+
+json thread_stats(std::uint16_t index, const ThreadStatsSnapshot& s) {
+  json hist = json::object();
+  for (std::size_t i = 0; i < s.bursts.size(); ++i) {
+    const bool last = i + 1 == s.bursts.size();
+    hist[last ? std::string("+Inf") : std::to_string(dataplane::BurstHistogram::upper_bound(i))] =
+        s.bursts[i];
+  }
+  json j{{"index", index}};
+  put_counters(j, dataplane::kThreadCounters, s.counters);
+  j["burst_histogram"] = std::move(hist);
+  return j;
+}
+
+json tunables_json(const Tunables& t) {
+  return to_json(t);
+}
+
+json uplink_status(const UplinkConfig& config, const controller::UplinkController& u) {
+  json queues = json::array();
+  for (const auto& q : u.queue_reports())
+    queues.push_back(json{{"queue", q.queue},
+                          {"bind_mode", q.bind_mode},
+                          {"napi_id", q.napi_id},
+                          {"thread", q.thread},
+                          {"napi_busy_poll", json{{"requested", q.napi_requested},
+                                                  {"active", q.napi_active},
+                                                  {"reason", q.napi_reason}}}});
+  return json{{"name", config.name},
+              {"interface", config.interface},
+              {"bind", xsk::to_string(config.bind)},
+              {"frame_size", config.frame_size},
+              {"ring_size", config.ring_size},
+              {"link", controller::to_string(u.link())},
+              {"queues", queues},
+              {"xdp_program", u.program_report()},
+              {"unicast_filter", u.filter_report()}};
+}
+
+json uplink_stats(const UplinkStatsSnapshot& s) {
+  // The uplink's totals are the sums of its queues' counters.
+  UplinkQueueStatsSnapshot sum;
+  json queues = json::array();
+  for (const auto& q : s.queues) {
+    for (std::size_t i = 0; i < sum.port.counters.size(); ++i)
+      sum.port.counters[i] += q.port.counters[i];
+    for (std::size_t i = 0; i < sum.port.drops.size(); ++i) sum.port.drops[i] += q.port.drops[i];
+    for (std::size_t i = 0; i < sum.counters.size(); ++i) sum.counters[i] += q.counters[i];
+    json j{{"queue", q.queue}};
+    j.update(uplink_queue_counters(q));
+    queues.push_back(std::move(j));
+  }
+  json total = uplink_queue_counters(sum);
+  json drops = drops_json(sum.port.drops);
+  // Dropped before a frame reached a queue: in the XDP program (runts and
+  // frames it cannot redirect are passed to the kernel, not dropped), in the
+  // packet socket.
+  drops["xdp_oversize"] = s.xdp_oversize;
+  drops["flood_socket_full"] = sum.counters[dataplane::counter_index(
+      dataplane::kUplinkQueueCounters, &dataplane::UplinkQueueCounters::flood_dropped)];
+  total["drops"] = std::move(drops);
+  total["queues"] = std::move(queues);
+  return total;
+}
+
+}  // namespace xdpvhost::daemon
