@@ -20,6 +20,20 @@ status=0
 ctest --test-dir build --output-on-failure --timeout 1200 -j2 "$@" 2>&1 | tee "$LOG/release.txt" || status=1
 ctest --test-dir build-asan --output-on-failure --timeout 600 -j2 -L unit 2>&1 | tee "$LOG/asan.txt" || status=1
 
+# Every test labelled unit runs in both trees: the same names, or the run fails.
+# (gtest prints value parameters into some names: raw bytes, which differ
+# between builds, so those are cut off.)
+unit_names() {
+  ctest --test-dir "$1" -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p' |
+    sed 's/  # GetParam().*//; s/[0-9]*-byte object <.*>$//' | sort > "$2"
+}
+unit_names build "$LOG/unit-release.txt"
+unit_names build-asan "$LOG/unit-asan.txt"
+if ! diff "$LOG/unit-release.txt" "$LOG/unit-asan.txt" > "$LOG/unit-trees.diff"; then
+  echo "the release and sanitizer trees hold different unit tests:"; cat "$LOG/unit-trees.diff"
+  status=1
+fi
+
 # One line last, for humans and CI: totals over both trees.
 summary() { sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$1" | tail -1; }
 set -- $(summary "$LOG/release.txt") $(summary "$LOG/asan.txt")

@@ -21,6 +21,25 @@ std::optional<std::string> opt_string(const json& params, const char* key) {
   return std::nullopt;
 }
 
+// port.add / uplink.add: the parsed object added, then its report. Rule
+// violations keep their own codes; failing to open it is operation_failed
+// (ConfigErrorKind::kOperationFailed).
+template <class Parsed, class Add, class Report>
+RpcResult add_parsed(const ConfigResult<Parsed>& parsed, Add&& add, Report&& report) {
+  if (!parsed) return to_rpc_error(parsed.error());
+  if (auto error = add(parsed.value())) return to_rpc_error(*error);
+  return report(parsed->name);
+}
+
+// port.remove / uplink.remove: removed, and its stats.reset baseline with it.
+template <class Remove, class Baselines>
+RpcResult remove_named(const json& params, Remove&& remove, Baselines& baselines) {
+  const std::string name = params["name"].get<std::string>();
+  if (auto error = remove(name)) return to_rpc_error(*error);
+  baselines.erase(name);
+  return json{{"removed", name}};
+}
+
 }  // namespace
 
 RpcError to_rpc_error(const ConfigError& error) {
@@ -104,19 +123,15 @@ RpcResult ControlApi::port_get(const json& params) {
 }
 
 RpcResult ControlApi::port_add(const json& params) {
-  auto port = parse_port(params, "params");
-  if (!port) return to_rpc_error(port.error());
-  // Rule violations keep their own codes; failing to open the port is an
-  // operation_failed (ConfigErrorKind::kOperationFailed).
-  if (auto error = daemon_.add_port(port.value())) return to_rpc_error(*error);
-  return port_detail_json(port->name);
+  return add_parsed(
+      parse_port(params, "params"), [this](const PortConfig& p) { return daemon_.add_port(p); },
+      [this](const std::string& name) { return port_detail_json(name); });
 }
 
 RpcResult ControlApi::port_remove(const json& params) {
-  const std::string name = params["name"].get<std::string>();
-  if (auto error = daemon_.remove_port(name)) return to_rpc_error(*error);
-  port_baselines_.erase(name);
-  return json{{"removed", name}};
+  return remove_named(
+      params, [this](const std::string& name) { return daemon_.remove_port(name); },
+      port_baselines_);
 }
 
 json ControlApi::uplink_status_json(const std::string& name) const {
@@ -136,17 +151,16 @@ RpcResult ControlApi::uplink_list(const json&) {
 }
 
 RpcResult ControlApi::uplink_add(const json& params) {
-  auto uplink = parse_uplink(params, "params");
-  if (!uplink) return to_rpc_error(uplink.error());
-  if (auto error = daemon_.add_uplink(uplink.value())) return to_rpc_error(*error);
-  return uplink_status_json(uplink->name);
+  return add_parsed(
+      parse_uplink(params, "params"),
+      [this](const UplinkConfig& u) { return daemon_.add_uplink(u); },
+      [this](const std::string& name) { return uplink_status_json(name); });
 }
 
 RpcResult ControlApi::uplink_remove(const json& params) {
-  const std::string name = params["name"].get<std::string>();
-  if (auto error = daemon_.remove_uplink(name)) return to_rpc_error(*error);
-  uplink_baselines_.erase(name);
-  return json{{"removed", name}};
+  return remove_named(
+      params, [this](const std::string& name) { return daemon_.remove_uplink(name); },
+      uplink_baselines_);
 }
 
 UplinkStatsSnapshot ControlApi::uplink_stats_since_reset(
