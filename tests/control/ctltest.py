@@ -22,7 +22,7 @@ METRICS_PORT = 19477
 ABSENT_IF = "xvctl-noif0"
 
 XDPVHOSTD = paths.xdpvhostd()
-XDPVHOSTCTL = paths.built("XDPVHOSTCTL", "daemon", "ctl", "xdpvhostctl")
+XDPVHOSTCTL = paths.built("XDPVHOSTCTL", "ctl", "xdpvhostctl")
 TRAFFIC_PAIR = paths.built("XDPVHOST_TRAFFIC_PAIR", "tests", "control", "traffic_pair")
 
 

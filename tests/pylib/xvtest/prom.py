@@ -246,4 +246,4 @@ def self_test():
 
 if __name__ == "__main__":
     self_test()
-    print("prom.py self test passed")
+    print("xvtest.prom self test passed")

@@ -45,6 +45,20 @@ def vhost_vdev(socket_path, index=0, queues=1, client=None):
     return vdev
 
 
+def taken_mismatch(sent, taken, queue_size=1024):
+    """"" when `taken` (frames a backend took from a testpmd guest's TX ring)
+    fits `sent` (the frames that testpmd counted as sent), else why not.
+    testpmd counts a frame as sent once it is on its virtio TX ring; when it
+    quits, GET_VRING_BASE ends the ring, and what the backend had not taken
+    yet is abandoned with it: fewer than a ring (queue_size) of frames."""
+    if taken > sent:
+        return f"the backend took {taken} frames, more than the {sent} testpmd sent"
+    if sent - taken >= queue_size:
+        return (f"{sent - taken} frames unaccounted (testpmd sent {sent}, the backend took "
+                f"{taken}): a ring ({queue_size}) or more")
+    return ""
+
+
 class Testpmd(Child):
     def __init__(self, name, socket_path, mac, mode, workdir, lcores="0,1", peer=None,
                  server=False, queue_size=1024, extra=(), txpkts=64, netns=None, memory_mb=512,
