@@ -12,13 +12,15 @@ and whose port 0 counters it reads.
   icmpecho as an AF_XDP ICMP responder)."""
 
 import os
-import shlex
 import shutil
-import stat
 import time
 
+from xvtest.daemon import Daemon  # tests/pylib, put on sys.path by run.py
+from xvtest.testpmd import eal_args, vhost_vdev, virtio_user_vdev
+from xvtest.testpmd_console import TestpmdConsole
+from xvtest.waiting import wait_until
+
 from . import launch
-from .console import TestpmdConsole
 from .topology import NODE_NS, UPLINK_IF, GUEST_MAC
 
 
@@ -28,8 +30,8 @@ class Unavailable(RuntimeError):
 
 
 def testpmd_base(prefix, cpu, memory_mb=512):
-    return ["dpdk-testpmd", "--no-pci", "--no-huge", "-m", str(memory_mb), f"--file-prefix={prefix}",
-            "--lcores", f"0@{cpu},1@{cpu}", "--main-lcore", "0", "--log-level=lib.eal:error"]
+    """Main and forwarding lcore both on `cpu` (testpmd needs a main lcore besides a forwarding one)."""
+    return eal_args(prefix, f"0@{cpu},1@{cpu}", memory_mb, main_lcore=0)
 
 
 AF_XDP_LOG = "--log-level=pmd.net.af_xdp:info"  # says whether preferred busy polling was configured
@@ -54,7 +56,7 @@ class Guest:
 
     def __init__(self, ctx, socket_path):
         cmd = testpmd_base("xvb-guest", ctx.cfg.guest_cpu) + [
-            f"--vdev=net_virtio_user0,path={socket_path},queue_size=1024,mac={GUEST_MAC}",
+            f"--vdev={virtio_user_vdev(socket_path, GUEST_MAC)}",
             "--", "-i", "--nb-cores=1", "--total-num-mbufs=16384", "--txpkts=64"]
         cmd = launch.command(cmd, cpu=ctx.cfg.guest_cpu, nice=ctx.cfg.nice or None)
         self.console = TestpmdConsole("guest", cmd, os.path.join(ctx.workdir, "testpmd-guest.log"),
@@ -127,7 +129,7 @@ class DpdkBackend(Backend):
         cpu = self.ctx.cfg.backend_cpu
         cmd = testpmd_base(f"xvb-{self.name}", cpu) + [
             AF_XDP_LOG, f"--vdev={af_xdp_vdev(0 if self.busy_budget == 0 else None)}",
-            f"--vdev=net_vhost0,iface={self.socket_path},queues=1",
+            f"--vdev={vhost_vdev(self.socket_path)}",
             "--", "-i", "--forward-mode=io", "--nb-cores=1", "--total-num-mbufs=16384"]
         cmd = launch.command(cmd, netns=NODE_NS, cpu=cpu, nice=self.ctx.cfg.nice or None, bpffs=True)
         self.console = TestpmdConsole(self.name, cmd, os.path.join(self.ctx.workdir, f"testpmd-{self.name}.log"),
@@ -214,25 +216,7 @@ class XdpvhostdBackend(Backend):
             "log": {"level": "info"},
         }
 
-    def _wrapper(self, binary):
-        """xvtest's Daemon runs `binary --config FILE`; this wrapper puts the
-        daemon into its own session, the node namespace with bpffs, pinned to
-        the backend core (exec all the way down, so the pid is the daemon's)."""
-        path = os.path.join(self.ctx.workdir, "xdpvhostd-in-netns.sh")
-        inner = launch.command([binary], netns=NODE_NS, cpu=self.ctx.cfg.backend_cpu,
-                               nice=self.ctx.cfg.nice or None, bpffs=True)
-        quoted = shlex.join(inner)
-        with open(path, "w") as f:
-            # xvtest's Daemon starts this in a session of its own already (a
-            # Ctrl-C meant for the harness must not reach the daemon; the
-            # teardown stops it), so no setsid here: in a session leader it
-            # would fork and the daemon's pid would be lost.
-            f.write(f"#!/bin/sh\nexec {quoted} \"$@\"\n")
-        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-        return path
-
     def start(self):
-        from xvtest.daemon import Daemon  # tests/pylib, put on sys.path by run.py
         binary = self.ctx.xdpvhostd
         if not binary or not os.access(binary, os.X_OK):
             raise Unavailable(f"no xdpvhostd binary ({binary!r}); pass --xdpvhostd or set XDPVHOSTD")
@@ -240,7 +224,12 @@ class XdpvhostdBackend(Backend):
             os.unlink(self.socket_path)
         workdir = os.path.join(self.ctx.workdir, "xdpvhostd")
         shutil.rmtree(workdir, ignore_errors=True)
-        self.daemon = Daemon(workdir, self.config(), binary=self._wrapper(binary))
+        # In the node namespace with bpffs, pinned to the backend core, at the
+        # backend's nice level; in a session of its own (a Ctrl-C meant for the
+        # harness must not reach it: the teardown stops it).
+        self.daemon = Daemon(workdir, self.config(), binary=binary, netns=NODE_NS, bpffs=True,
+                             prefix=launch.command([], cpu=self.ctx.cfg.backend_cpu,
+                                                   nice=self.ctx.cfg.nice or None))
         launch.REGISTRY.add(self.daemon)
         try:
             self.daemon.start(timeout=15)
@@ -252,15 +241,11 @@ class XdpvhostdBackend(Backend):
         except Exception as e:  # noqa: BLE001
             self.info["uplinks"] = f"uplink.list failed: {e}"
         self.start_guest()
-        deadline = time.monotonic() + 10
-        state = None
-        while time.monotonic() < deadline:
-            state = self.daemon.call("port.get", name="vm1").get("state")
-            if state == "running":
-                break
-            time.sleep(0.05)
-        if state != "running":
-            raise Unavailable(f"port vm1 never reached 'running' (state {state!r})\n{self.daemon.tail(15)}")
+        try:
+            wait_until(lambda: self.daemon.port_state("vm1") == "running", timeout=10)
+        except TimeoutError:
+            raise Unavailable(f"port vm1 never reached 'running' (state {self.daemon.port_state('vm1')!r})"
+                              f"\n{self.daemon.tail(15)}") from None
 
     def stop(self):
         super().stop()
@@ -277,11 +262,11 @@ class XdpvhostdBackend(Backend):
         return self.daemon.call("stats.get")
 
     def alive(self):
-        return super().alive() and self.daemon is not None and self.daemon.proc.poll() is None
+        return super().alive() and self.daemon is not None and self.daemon.alive()
 
     def death_note(self):
-        if self.daemon is not None and self.daemon.proc.poll() is not None:
-            return f"xdpvhostd exited with {self.daemon.proc.returncode}:\n{self.daemon.tail(15)}"
+        if self.daemon is not None and not self.daemon.alive():
+            return f"xdpvhostd exited with {self.daemon.returncode}:\n{self.daemon.tail(15)}"
         return super().death_note()
 
     def set_tunables(self, **kw):

@@ -9,9 +9,10 @@ import os
 import signal
 import time
 
+from xvtest.testpmd_console import ConsoleError  # tests/pylib, put on sys.path by run.py
+
 from . import backends, cpu_account, launch, perf_profile, records, scenarios, summary
 from .backends import Unavailable
-from .console import ConsoleError
 from .load_tools import ToolError, XdpCounter
 from .topology import Topology
 

@@ -33,10 +33,7 @@ class Topology:
     def create(self):
         netns.create(NODE_NS)  # IPv6 off, lo up
         netns.create(PEER_NS)
-        netns.run("ip", "link", "add", UPLINK_IF, "netns", NODE_NS, "type", "veth", "peer", "name",
-                  PEER_IF, "netns", PEER_NS)
-        netns.run("ip", "-n", NODE_NS, "link", "set", UPLINK_IF, "up")
-        netns.run("ip", "-n", PEER_NS, "link", "set", PEER_IF, "up")
+        netns.veth(NODE_NS, UPLINK_IF, PEER_NS, PEER_IF)
         netns.run("ip", "-n", PEER_NS, "addr", "add", f"{PEER_IP}/{PREFIX}", "dev", PEER_IF)
         netns.run("ip", "-n", PEER_NS, "neigh", "replace", GUEST_IP, "lladdr", GUEST_MAC, "dev",
                   PEER_IF, "nud", "permanent")

@@ -11,13 +11,11 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "guest"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
-from qemu_guest import Guest  # noqa: E402  (tests/guest/qemu_guest.py)
 from xvtest import netns  # noqa: E402  (tests/pylib)
+from xvtest.daemon import Daemon  # noqa: E402
+from xvtest.guest import Guest  # noqa: E402
 from xvtest.process import die_with_parent  # noqa: E402
-
-from daemon_process import Xdpvhostd  # noqa: E402
 
 WORKROOT = "/tmp/xdpvhost-e2e"
 NETNS_PREFIX = "xve2e-"
@@ -33,6 +31,13 @@ def port(name: str, socket_path: str, mode: str, mac_addr: str, **extra) -> dict
     return p
 
 
+def two_ports(workdir: str, mode: str, **vm1_extra) -> tuple[str, str, list[dict]]:
+    """Ports vm1 and vm2 (MACs mac(1), mac(2)) on sockets workdir/vm1.sock and
+    workdir/vm2.sock in daemon mode `mode`: (socket 1, socket 2, ports)."""
+    s1, s2 = os.path.join(workdir, "vm1.sock"), os.path.join(workdir, "vm2.sock")
+    return s1, s2, [port("vm1", s1, mode, mac(1), **vm1_extra), port("vm2", s2, mode, mac(2))]
+
+
 class Context:
     def __init__(self, image: str, daemon_binary: str, *, workroot: str = WORKROOT,
                  iperf_secs: int = 5, short_iperf_secs: int = 3, cycles: int = 5,
@@ -46,7 +51,7 @@ class Context:
         self.echo = echo
         self.log_level = log_level
         self._guests: list[Guest] = []
-        self._daemons: list[Xdpvhostd] = []
+        self._daemons: list[Daemon] = []
         self._netns: list[str] = []
         self._bg: list[subprocess.Popen] = []
 
@@ -64,17 +69,17 @@ class Context:
         self._guests.append(g)
         return g
 
-    def daemon(self, workdir: str, ports: list[dict], *, name: str = "xdpvhostd",
-               uplinks: list[dict] | None = None, netns: str | None = None,
-               extra: dict | None = None) -> Xdpvhostd:
-        config: dict = {"ports": ports, "tunables": {"busy_poll_us": 50},
-                        "control": {"socket": os.path.join(workdir, "control.sock")},
-                        "metrics": {"listen": ""}}
+    def daemon(self, workdir: str, ports: list[dict], *, uplinks: list[dict] | None = None,
+               netns: str | None = None, extra: dict | None = None) -> Daemon:
+        """xdpvhostd (not started): in netns with bpffs mounted there, if given;
+        ready within 15 s; --log-level as the suite was told."""
+        config: dict = {"ports": ports, "tunables": {"busy_poll_us": 50}}
         if uplinks:
             config["uplinks"] = uplinks
         config.update(extra or {})
-        d = Xdpvhostd(self.daemon_binary, workdir, config, name=name, netns=netns,
-                      log_level=self.log_level)
+        d = Daemon(workdir, config, binary=self.daemon_binary, netns=netns, bpffs=True,
+                   log_level=None, args=["--log-level", self.log_level] if self.log_level else [],
+                   start_timeout=15.0)
         self._daemons.append(d)
         return d
 
@@ -93,32 +98,23 @@ class Context:
     def cleanup(self):
         """Stops every QEMU, daemon and helper started through this context and
         deletes its namespaces. Idempotent; safe from atexit and signal handlers."""
-        for g in self._guests:
-            try:
-                if g.alive():
-                    g.proc.kill()
-                    g.proc.wait()
-                g.kill()
-            except Exception:  # noqa: BLE001
-                pass
-        self._guests.clear()
-        for p in self._bg:
-            try:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            except Exception:  # noqa: BLE001
-                pass
-        self._bg.clear()
-        for d in self._daemons:
-            try:
-                d.close()
-            except Exception:  # noqa: BLE001
-                pass
-        self._daemons.clear()
+        for started, stop in ((self._guests, Guest.sigkill), (self._bg, _sigkill),
+                              (self._daemons, Daemon.kill)):
+            for x in started:
+                try:
+                    stop(x)
+                except Exception:  # noqa: BLE001 - the rest must still be stopped
+                    pass
+            started.clear()
         for ns in self._netns:
             netns.delete(ns)
         self._netns.clear()
+
+
+def _sigkill(p: subprocess.Popen):
+    if p.poll() is None:
+        p.kill()
+        p.wait()
 
 
 def stale_netns() -> list[str]:

@@ -1,15 +1,17 @@
 """Checks and figures built from guest result lines (tests/guest protocol) and
 from the daemon (process, log, control socket). Each helper records its
-checks on a ScenarioResult and returns what it measured."""
+checks on a ScenarioResult and returns what it measured. A check built on
+the control socket is skipped (and says so) when the socket does not answer."""
 
 from __future__ import annotations
 
+import re
 import time
 
-from control_client import ControlError, ControlUnavailable
-from daemon_process import Xdpvhostd
-from qemu_guest import Guest, GuestError, GuestTimeout, iperf3_summary
 from scenario_result import ScenarioResult
+from xvtest.control import ControlUnavailable, RpcError
+from xvtest.daemon import Daemon
+from xvtest.guest import Guest, GuestError, GuestTimeout, iperf3_summary, parse_result
 
 # Offloads xdpvhostd must not offer: it never segments frames (DESIGN.md).
 SEGMENTATION_FEATURES = ("HOST_TSO4", "HOST_TSO6", "HOST_UFO", "HOST_ECN", "GSO")
@@ -82,14 +84,14 @@ BACKEND_FEATURE_BITS = (0, 1, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 24, 27, 28,
 BACKEND_FEATURE_MASK = sum(1 << b for b in BACKEND_FEATURE_BITS)
 
 
-def check_control_features(r: ScenarioResult, d: Xdpvhostd, port: str, g: Guest, label: str):
+def check_control_features(r: ScenarioResult, d: Daemon, port: str, g: Guest, label: str):
     """port.get features (negotiated, as the daemon has them) against the
     guest's own view, on the bits QEMU forwards to a vhost-user backend."""
     nic = g.results("nic")
     name = f"{label}: daemon's negotiated features match the guest's"
     try:
-        detail = d.control.call("port.get", name=port)
-    except (ControlUnavailable, ControlError) as e:
+        detail = d.call("port.get", name=port)
+    except (ControlUnavailable, RpcError) as e:
         r.skip(name, f"control socket: {e}")
         return
     if not nic:
@@ -105,15 +107,15 @@ class DaemonDied(GuestError):
     """xdpvhostd exited while a guest was waited for."""
 
 
-def death_note(d: Xdpvhostd) -> str:
+def death_note(d: Daemon) -> str:
     why = f"xdpvhostd exited (rc={d.returncode})"
-    if d.log_lines(r"signal 15: shutting down", whole=False):
+    if d.log_lines(r"signal 15: shutting down", this_run=True):
         why += (" after a SIGTERM the suite did not send (another process on this machine "
                 "signalled it)")
-    return f"{why}:\n{d.log_tail(15)}"
+    return f"{why}:\n{d.tail(15, this_run=True)}"
 
 
-def _waiting(g: Guest, d: Xdpvhostd | None, timeout: float, step):
+def _waiting(g: Guest, d: Daemon | None, timeout: float, step):
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -125,16 +127,16 @@ def _waiting(g: Guest, d: Xdpvhostd | None, timeout: float, step):
                 raise
 
 
-def wait_result(g: Guest, kind: str, d: Xdpvhostd | None, timeout: float, since: int = 0) -> dict:
+def wait_result(g: Guest, kind: str, d: Daemon | None, timeout: float, since: int = 0) -> dict:
     """Guest.wait_result that gives up early when the daemon died."""
     return _waiting(g, d, timeout, lambda t: g.wait_result(kind, timeout=t, since=since))
 
 
-def wait_booted(g: Guest, d: Xdpvhostd | None, timeout: float, since: int = 0) -> float:
+def wait_booted(g: Guest, d: Daemon | None, timeout: float, since: int = 0) -> float:
     return _waiting(g, d, timeout, lambda t: g.wait_booted(timeout=t, since=since))
 
 
-def wait_done(r: ScenarioResult, g: Guest, timeout: float, d: Xdpvhostd | None = None) -> int | None:
+def wait_done(r: ScenarioResult, g: Guest, timeout: float, d: Daemon | None = None) -> int | None:
     """The guest's rc, or None (recorded as a failed check) if it did not
     finish its steps in time, QEMU died first, or the daemon died."""
     try:
@@ -146,39 +148,84 @@ def wait_done(r: ScenarioResult, g: Guest, timeout: float, d: Xdpvhostd | None =
         return None
 
 
-def check_alive(r: ScenarioResult, d: Xdpvhostd, label: str = "xdpvhostd"):
+def check_alive(r: ScenarioResult, d: Daemon, label: str = "xdpvhostd"):
     r.check(f"{label} still running", d.alive(), "" if d.alive() else death_note(d))
 
 
-def check_clean_stop(r: ScenarioResult, d: Xdpvhostd, label: str = "xdpvhostd"):
-    """SIGTERM must end the daemon with rc 0; its warnings and errors (all
-    runs of this scenario) become notes."""
+def check_clean_stop(r: ScenarioResult, d: Daemon, label: str = "xdpvhostd"):
+    """SIGTERM must end the daemon with rc 0 within 10 s; its warnings and
+    errors (all runs of this scenario) become notes."""
     if d.alive():
-        clean, rc = d.stop()
-        r.check(f"{label} exits 0 on SIGTERM", clean, f"rc={rc}")
+        try:
+            rc = d.stop(timeout=10.0)
+            r.check(f"{label} exits 0 on SIGTERM", rc == 0, f"rc={rc}")
+        except TimeoutError as e:
+            r.check(f"{label} exits 0 on SIGTERM", False, str(e).splitlines()[0])
     problems = d.problems()
     if problems:
         r.note(f"{label} logged {len(problems)} warning/error line(s), first: "
                + " | ".join(problems[:3]))
 
 
-def check_port_states(r: ScenarioResult, d: Xdpvhostd, ports, want: str, label: str,
+def port_state(d: Daemon, name: str) -> str | None:
+    """The port's state, None when the control socket does not tell."""
+    try:
+        return d.port_state(name)
+    except (ControlUnavailable, RpcError):
+        return None
+
+
+def wait_port_state(d: Daemon, name: str, states, timeout: float = 20.0) -> str | None:
+    """Polls port.get until the port's state is one of states; returns the
+    last state seen (None if the socket never answered)."""
+    if isinstance(states, str):
+        states = (states,)
+    deadline = time.monotonic() + timeout
+    while True:
+        last = port_state(d, name)
+        if last in states or time.monotonic() >= deadline:
+            return last
+        time.sleep(0.1)
+
+
+def disconnects(d: Daemon, port: str) -> int:
+    """How often this run of the daemon logged that the port's frontend left."""
+    return len(d.log_lines(rf"port {re.escape(port)}: frontend disconnected", this_run=True))
+
+
+def wait_frontend_gone(d: Daemon, port: str, disconnects_before: int, timeout: float = 20.0) -> str:
+    """After a frontend went away: waits until the daemon saw it (port state
+    waiting over the control socket, else one more 'frontend disconnected'
+    log line for the port). Returns how it knew."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = port_state(d, port)
+        if state == "waiting":
+            return "control: state waiting"
+        if state is None and disconnects(d, port) > disconnects_before:
+            time.sleep(0.5)  # give the teardown a moment after the log line
+            return "log: frontend disconnected"
+        time.sleep(0.1)
+    return f"not seen within {timeout:.0f}s (state {port_state(d, port)})"
+
+
+def check_port_states(r: ScenarioResult, d: Daemon, ports, want: str, label: str,
                       timeout: float = 15.0) -> bool:
-    if not d.control.answers():
+    if not d.answers():
         r.skip(f"{label}: ports {', '.join(ports)} {want}", "control socket does not answer")
         return True
     ok = True
     for p in ports:
-        st = d.control.wait_port_state(p, want, timeout)
+        st = wait_port_state(d, p, want, timeout)
         ok &= r.check(f"{label}: port {p} state {want}", st == want, f"state {st}")
     return ok
 
 
-def check_counters(r: ScenarioResult, d: Xdpvhostd, ports, label: str) -> dict:
+def check_counters(r: ScenarioResult, d: Daemon, ports, label: str) -> dict:
     """stats.get: each port moved frames both ways; drop reasons reported."""
     try:
-        stats = d.control.call("stats.get")
-    except (ControlUnavailable, ControlError) as e:
+        stats = d.call("stats.get")
+    except (ControlUnavailable, RpcError) as e:
         r.skip(f"{label}: port counters", f"control socket: {e}")
         return {}
     out = {}
@@ -209,7 +256,7 @@ def first_result_after(g: Guest, kind: str, since: int, pred=None) -> tuple[int,
     lines = g.lines()
     for i in range(since, len(lines)):
         if lines[i].startswith("XV-RESULT "):
-            res = Guest._parse_result(lines[i])
+            res = parse_result(lines[i])
             if res.get("kind") == kind and (pred is None or pred(res)):
                 return i, res
     return None

@@ -36,11 +36,8 @@ class UplinkTopology:
         for ns in (NODE_NS, PEER_NS):
             self.ctx.register_netns(ns)
             netns.create(ns, ipv6=True)
-        netns.run("ip", "-n", NODE_NS, "link", "add", UPLINK_IF, "type", "veth", "peer", "name",
-                  PEER_IF, "netns", PEER_NS)
-        netns.run("ip", "-n", NODE_NS, "link", "set", UPLINK_IF, "up")
+        netns.veth(NODE_NS, UPLINK_IF, PEER_NS, PEER_IF)
         netns.run("ip", "-n", PEER_NS, "addr", "add", f"{PEER_IP}/{PREFIX}", "dev", PEER_IF)
-        netns.run("ip", "-n", PEER_NS, "link", "set", PEER_IF, "up")
         in_peer("ethtool", "-K", PEER_IF, "tx", "off", "rx", "off")
 
     def nstat(self) -> dict[str, int]:

@@ -32,8 +32,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 
 from e2e_context import WORKROOT, Context, stale_netns  # noqa: E402
-from xvtest import netns  # noqa: E402  (tests/pylib, on the path through e2e_context)
-import qemu_guest  # noqa: E402
+from xvtest import guest as qemu_guest, netns  # noqa: E402  (tests/pylib, on the path through e2e_context)
 import scenario_devices  # noqa: E402
 import scenario_lifecycle  # noqa: E402
 import scenario_pair  # noqa: E402

@@ -14,15 +14,14 @@ mq                 2 queue pairs: port "queues":2, QEMU queues=2 + mq=on,
 
 from __future__ import annotations
 
-import os
 import re
 
-from e2e_context import Context, mac, port
+from e2e_context import Context, mac, two_ports
 from guest_checks import (check_alive, check_clean_stop, check_control_features,
                           check_features, check_iperf, check_ping, check_port_states, wait_done,
                           wait_result)
-from qemu_guest import GuestError
 from scenario_result import ScenarioResult
+from xvtest.guest import GuestError
 
 NET = "10.77.0"
 
@@ -48,21 +47,26 @@ def _judge_refusal(r: ScenarioResult, d, x, port_name: str, what: str):
     else:
         r.check(f"{what}: works or is refused cleanly", False,
                 "traffic failed and the daemon logged no refusal naming a feature\n"
-                f"--- daemon log ---\n{d.log_tail(15)}\n--- {x.name} console ---\n{x.tail(15)}")
+                f"--- daemon log ---\n{d.tail(15, this_run=True)}\n--- {x.name} console ---\n{x.tail(15)}")
+
+
+def _iperf_server(ctx: Context, wd: str, sock: str):
+    """vm2, default device options: serves two iperf3 tests."""
+    return ctx.guest(wd, sock, "vm2", mac=mac(2), ip=f"{NET}.2/24", peer=f"{NET}.1", reconnect=1,
+                     run=["iperf3-server,180", "iperf3-server,180"])
 
 
 def _run_device_option(ctx: Context, r: ScenarioResult, option: str, feature: str):
     wd = ctx.scenario_dir(r.name)
-    s1, s2 = os.path.join(wd, "vm1.sock"), os.path.join(wd, "vm2.sock")
-    d = ctx.daemon(wd, [port("vm1", s1, "server", mac(1)), port("vm2", s2, "server", mac(2))])
+    s1, s2, ports = two_ports(wd, "server")
+    d = ctx.daemon(wd, ports)
     d.start()
     secs = ctx.short_iperf_secs
     x = ctx.guest(wd, s1, "vm1", mac=mac(1), ip=f"{NET}.1/24", peer=f"{NET}.2", reconnect=1,
                   device_opts={option: "off"},
                   run=["wait-peer,_,90", "ping,_,5,0.2,1400", f"iperf3-client,_,{secs}",
                        f"iperf3-client,_,{secs},-R"])
-    y = ctx.guest(wd, s2, "vm2", mac=mac(2), ip=f"{NET}.2/24", peer=f"{NET}.1", reconnect=1,
-                  run=["iperf3-server,180", "iperf3-server,180"])
+    y = _iperf_server(ctx, wd, s2)
     x.start()
     y.start()
     try:
@@ -101,9 +105,8 @@ def run_indirect_desc_off(ctx: Context, r: ScenarioResult):
 
 def run_mq(ctx: Context, r: ScenarioResult):
     wd = ctx.scenario_dir(r.name)
-    s1, s2 = os.path.join(wd, "vm1.sock"), os.path.join(wd, "vm2.sock")
-    d = ctx.daemon(wd, [port("vm1", s1, "server", mac(1), queues=2),
-                        port("vm2", s2, "server", mac(2))])
+    s1, s2, ports = two_ports(wd, "server", queues=2)
+    d = ctx.daemon(wd, ports)
     d.start()
     secs = ctx.short_iperf_secs
     cmd = (f"xv wait-peer _ 90 && taskset -c 0 xv ping _ 5 0.2 && taskset -c 1 xv ping _ 5 0.2"
@@ -111,14 +114,13 @@ def run_mq(ctx: Context, r: ScenarioResult):
            f" rc=$?; {QSTATS_CMD}; exit $rc")
     x = ctx.guest(wd, s1, "vm1", mac=mac(1), ip=f"{NET}.1/24", peer=f"{NET}.2", reconnect=1,
                   netdev_queues=2, smp=2, queues=2, cmd=cmd)
-    y = ctx.guest(wd, s2, "vm2", mac=mac(2), ip=f"{NET}.2/24", peer=f"{NET}.1", reconnect=1,
-                  run=["iperf3-server,180", "iperf3-server,180"])
+    y = _iperf_server(ctx, wd, s2)
     x.start()
     y.start()
     try:
         wait_result(x, "ping", d, 150)
         try:
-            detail = d.control.call("port.get", name="vm1")
+            detail = d.call("port.get", name="vm1")
             qs = detail.get("queues", [])
             enabled = [q["index"] for q in qs if q.get("state") == "enabled"]
             r.check("daemon: all 4 virtqueues of vm1 enabled", sorted(enabled) == [0, 1, 2, 3],

@@ -21,14 +21,14 @@ daemon-restart-server  the same with xdpvhostd as server and QEMU as client
 
 from __future__ import annotations
 
-import os
 import time
 
-from e2e_context import Context, mac, port
+from e2e_context import Context, mac, two_ports
 from guest_checks import (check_alive, check_clean_stop, check_ping, check_port_states,
-                          first_result_after, resources_line, wait_booted, wait_result)
-from qemu_guest import GuestError
+                          disconnects, first_result_after, resources_line, wait_booted,
+                          wait_frontend_gone, wait_result)
 from scenario_result import ScenarioResult
+from xvtest.guest import GuestError
 
 NET = "10.77.0"
 
@@ -42,13 +42,6 @@ def _peer(ctx: Context, wd: str, sock: str, **kw):
     """vm2: answers pings until it is killed."""
     return ctx.guest(wd, sock, "vm2", mac=mac(2), ip=f"{NET}.2/24", peer=f"{NET}.1",
                      run=["serve"], **kw)
-
-
-def _kill_qemu(g):
-    if g.alive():
-        g.proc.kill()
-        g.proc.wait()
-    g.kill()
 
 
 def _no_growth(r: ScenarioResult, samples: list[dict], label: str):
@@ -92,8 +85,8 @@ def _no_growth(r: ScenarioResult, samples: list[dict], label: str):
 
 def run_reboot(ctx: Context, r: ScenarioResult):
     wd = ctx.scenario_dir(r.name)
-    s1, s2 = os.path.join(wd, "vm1.sock"), os.path.join(wd, "vm2.sock")
-    d = ctx.daemon(wd, [port("vm1", s1, "server", mac(1)), port("vm2", s2, "server", mac(2))])
+    s1, s2, ports = two_ports(wd, "server")
+    d = ctx.daemon(wd, ports)
     d.start()
     b = _peer(ctx, wd, s2, reconnect=1)
     b.start()
@@ -123,9 +116,9 @@ def run_reboot(ctx: Context, r: ScenarioResult):
         check_port_states(r, d, ["vm1"], "running", "after system_reset")
     except GuestError as e:
         r.check("guest came back after system_reset", False, str(e))
-    n = d.disconnects("vm1")
-    _kill_qemu(a)
-    d.wait_frontend_gone("vm1", n)
+    n = disconnects(d, "vm1")
+    a.sigkill()
+    wait_frontend_gone(d, "vm1", n)
 
     # The guest reboots itself: its last step is `reboot -f` (after 2 s, so
     # that the daemon is sampled while the device is up); every boot runs the
@@ -140,7 +133,7 @@ def run_reboot(ctx: Context, r: ScenarioResult):
             since = ping_after_boot(a2, since, f"after in-guest reboot -f #{k}")
     except GuestError as e:
         r.check("guest came back after reboot -f", False, str(e))
-    _kill_qemu(a2)
+    a2.sigkill()
     r.figure("boot_s", "/".join(str(x) for x in boots))
     r.figure("cycles", len(boots))
     if len(samples) >= 3:
@@ -153,9 +146,8 @@ def run_reboot(ctx: Context, r: ScenarioResult):
 
 def _restart_qemu(ctx: Context, r: ScenarioResult, qemu_server: bool):
     wd = ctx.scenario_dir(r.name)
-    s1, s2 = os.path.join(wd, "vm1.sock"), os.path.join(wd, "vm2.sock")
-    mode = "client" if qemu_server else "server"
-    d = ctx.daemon(wd, [port("vm1", s1, mode, mac(1)), port("vm2", s2, mode, mac(2))])
+    s1, s2, ports = two_ports(wd, "client" if qemu_server else "server")
+    d = ctx.daemon(wd, ports)
     qemu_kw = {"server": True} if qemu_server else {"reconnect": 1}
     b = _peer(ctx, wd, s2, **qemu_kw)
     if qemu_server:
@@ -176,14 +168,14 @@ def _restart_qemu(ctx: Context, r: ScenarioResult, qemu_server: bool):
             res = wait_result(a, "ping", d, 150)
         except GuestError as e:
             r.check(f"cycle {c}: guest pinged its peer", False, str(e))
-            _kill_qemu(a)
+            a.sigkill()
             break
         check_ping(r, res, f"cycle {c}")
         boots.append(a.boot_time())
         rtts.append(res.get("rtt_avg_ms"))
-        n = d.disconnects("vm1")
-        _kill_qemu(a)  # SIGKILL: no orderly vhost-user teardown
-        how = d.wait_frontend_gone("vm1", n)
+        n = disconnects(d, "vm1")
+        a.sigkill()  # no orderly vhost-user teardown
+        how = wait_frontend_gone(d, "vm1", n)
         if not how.startswith(("control", "log")):
             r.check(f"cycle {c}: daemon noticed QEMU's death", False, how)
         samples.append(d.settled_resources())
@@ -209,9 +201,8 @@ def run_qemu_restart_server(ctx: Context, r: ScenarioResult):
 
 def _restart_daemon(ctx: Context, r: ScenarioResult, qemu_server: bool):
     wd = ctx.scenario_dir(r.name)
-    s1, s2 = os.path.join(wd, "vm1.sock"), os.path.join(wd, "vm2.sock")
-    mode = "client" if qemu_server else "server"
-    d = ctx.daemon(wd, [port("vm1", s1, mode, mac(1)), port("vm2", s2, mode, mac(2))])
+    s1, s2, ports = two_ports(wd, "client" if qemu_server else "server")
+    d = ctx.daemon(wd, ports)
     qemu_kw = {"server": True} if qemu_server else {"reconnect": 1}
     a = ctx.guest(wd, s1, "vm1", mac=mac(1), ip=f"{NET}.1/24", peer=f"{NET}.2",
                   cmd=PING_LOOP, **qemu_kw)
@@ -250,7 +241,7 @@ def _restart_daemon(ctx: Context, r: ScenarioResult, qemu_server: bool):
         if not found:
             r.check(f"restart #{k}: traffic resumes with no manual step", False,
                     f"no loss-free ping within 120 s of the restart\n--- daemon log ---\n"
-                    f"{d.log_tail(20)}\n--- vm1 console ---\n{a.tail(15)}")
+                    f"{d.tail(20, this_run=True)}\n--- vm1 console ---\n{a.tail(15)}")
             break
         rec = round(time.monotonic() - t0, 1)
         recoveries.append(rec)

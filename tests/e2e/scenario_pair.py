@@ -12,14 +12,12 @@ qemu-server  QEMU is the vhost-user server, xdpvhostd's ports are clients
 
 from __future__ import annotations
 
-import os
-
-from e2e_context import Context, mac, port
+from e2e_context import Context, mac, two_ports
 from guest_checks import (SEGMENTATION_FEATURES, check_alive, check_clean_stop,
                           check_control_features, check_counters, check_features, check_iperf,
                           check_ping, check_port_states, resources_line, wait_done, wait_result)
-from qemu_guest import GuestError
 from scenario_result import ScenarioResult
+from xvtest.guest import GuestError
 
 NET = "10.77.0"
 UDP_RATE = "20M"
@@ -34,10 +32,10 @@ OFFLOAD_CMD = (
 
 def run_pair(ctx: Context, r: ScenarioResult):
     wd = ctx.scenario_dir(r.name)
-    s1, s2 = os.path.join(wd, "vm1.sock"), os.path.join(wd, "vm2.sock")
-    d = ctx.daemon(wd, [port("vm1", s1, "server", mac(1)), port("vm2", s2, "server", mac(2))])
+    s1, s2, ports = two_ports(wd, "server")
+    d = ctx.daemon(wd, ports)
     d.start()
-    r.say(f"xdpvhostd pid {d.pid}, control socket answers: {d.control.answers()}")
+    r.say(f"xdpvhostd pid {d.pid}, control socket answers: {d.answers()}")
     secs = ctx.iperf_secs
     a = ctx.guest(wd, s1, "vm1", mac=mac(1), ip=f"{NET}.1/24", peer=f"{NET}.2", reconnect=1,
                   run=["wait-peer,_,90", "ping,_,10,0.2", "iperf3-server,180", "iperf3-server,180",
@@ -90,7 +88,7 @@ def run_pair(ctx: Context, r: ScenarioResult):
 
 def run_qemu_server(ctx: Context, r: ScenarioResult):
     wd = ctx.scenario_dir(r.name)
-    s1, s2 = os.path.join(wd, "vm1.sock"), os.path.join(wd, "vm2.sock")
+    s1, s2, ports = two_ports(wd, "client")
     secs = ctx.short_iperf_secs
     a = ctx.guest(wd, s1, "vm1", mac=mac(1), ip=f"{NET}.1/24", peer=f"{NET}.2", server=True,
                   run=["wait-peer,_,90", "ping,_,5,0.2", "iperf3-server,180"])
@@ -101,7 +99,7 @@ def run_qemu_server(ctx: Context, r: ScenarioResult):
     a.wait_socket()
     b.wait_socket()
     r.say("both QEMUs listen; starting xdpvhostd with client-mode ports")
-    d = ctx.daemon(wd, [port("vm1", s1, "client", mac(1)), port("vm2", s2, "client", mac(2))])
+    d = ctx.daemon(wd, ports)
     d.start()
     try:
         wait_result(b, "ping", d, 120)

@@ -21,13 +21,13 @@ import os
 import re
 import time
 
-from daemon_process import DaemonExited
 from e2e_context import Context, mac, port
 from guest_checks import (SEGMENTATION_FEATURES, check_alive, check_clean_stop, check_counters,
                           check_features, check_iperf, check_ping, wait_done, wait_result)
 from peer_namespace import NODE_NS, PEER_IF, PEER_IP, PEER_NS, UPLINK_IF, UplinkTopology
-from qemu_guest import GuestError
 from scenario_result import Pending, ScenarioResult
+from xvtest.daemon import DaemonExited
+from xvtest.guest import GuestError
 
 GUEST_IP = "10.77.1.2"
 UDP_RATE = "20M"
@@ -37,9 +37,9 @@ CSUM_COUNTERS = ("TcpInCsumErrors", "UdpInCsumErrors", "IcmpInCsumErrors", "UdpL
 def _uplink_ready(d) -> str:
     """'' when the daemon has the uplink bound, else why it is pending."""
     try:
-        status = d.control.call("status")
+        status = d.call("status")
     except Exception as e:  # noqa: BLE001
-        if re.search(rf"\b{UPLINK_IF}\b.*(bound|bind|queue|xsk|af_xdp)", d.log(), re.I):
+        if re.search(rf"\b{UPLINK_IF}\b.*(bound|bind|queue|xsk|af_xdp)", d.log_text(this_run=True), re.I):
             return ""
         return (f"control socket does not answer ({e}) and the log does not mention uplink "
                 f"{UPLINK_IF}")
@@ -64,14 +64,15 @@ def run_uplink(ctx: Context, r: ScenarioResult):
                    uplinks=[{"name": "up0", "interface": UPLINK_IF, "queues": [0]}], netns=NODE_NS)
     try:
         d.start()
-    except DaemonExited:
-        said = [l for l in d.log().splitlines() if l.strip() and not l.startswith("=====")]
+    except (DaemonExited, TimeoutError):
+        said = [l for l in d.log_text(this_run=True).splitlines()
+                if l.strip() and not l.startswith("=====")]
         raise Pending(f"xdpvhostd rejects or fails the uplink config (rc={d.returncode}): "
                       + (" | ".join(said[-3:]) or "no output")) from None
     why = _uplink_ready(d)
     if why:
         raise Pending(why)
-    r.say(f"uplink up0 bound: {d.control.call('status').get('uplinks')}")
+    r.say(f"uplink up0 bound: {d.call('status').get('uplinks')}")
     ctx.background(["ip", "netns", "exec", PEER_NS, "iperf3", "-s"], os.path.join(wd, "peer-iperf3.log"))
     tcpdump_log = os.path.join(wd, "peer-tcpdump.log")
     ctx.background(["ip", "netns", "exec", PEER_NS, "tcpdump", "-i", PEER_IF, "-nn", "-vv", "-l",
@@ -125,7 +126,7 @@ def run_uplink(ctx: Context, r: ScenarioResult):
             bad[0] if bad else f"{len(dump.splitlines())} lines checked")
     check_counters(r, d, ["vm1"], "after traffic")
     try:
-        st = d.control.call("stats.get", uplink="up0")["uplinks"].get("up0", {})
+        st = d.call("stats.get", uplink="up0")["uplinks"].get("up0", {})
         r.check("uplink up0 counted frames both ways",
                 st.get("rx_packets", 0) > 0 and st.get("tx_packets", 0) > 0,
                 f"rx {st.get('rx_packets')} / tx {st.get('tx_packets')} pkts")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Proves the guest toolkit (build_image.sh, qemu_guest.py) against DPDK's
+"""Proves the guest toolkit (build_image.sh, xvtest.guest) against DPDK's
 vhost-user backend (dpdk-testpmd with net_vhost ports), a real backend that is
 independent of xdpvhost.
 
@@ -28,139 +28,44 @@ import argparse
 import fcntl
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, HERE)
-import qemu_guest  # noqa: E402
-from qemu_guest import Guest, GuestError, iperf3_summary  # noqa: E402
-from xvtest.process import die_with_parent  # noqa: E402  (qemu_guest put tests/pylib on the path)
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+from xvtest.guest import Guest, GuestError, choose_accel, iperf3_summary, qemu_binary  # noqa: E402
+from xvtest.testpmd import eal_args, vhost_vdev  # noqa: E402
+from xvtest.testpmd_console import ConsoleError, TestpmdConsole  # noqa: E402
+from xvtest.waiting import wait_until  # noqa: E402
 
 WORKDIR = "/tmp/xdpvhost-guest-selftest"
 FILE_PREFIX = "guestselftest"
 NET = "10.77.0"
 
 
-class TestPmd:
-    """dpdk-testpmd in interactive mode, driven through a pipe."""
+def testpmd(workdir: str, sockets: list[str], fwd: str, name: str, queues: int = 1,
+            client: bool = False) -> TestpmdConsole:
+    """dpdk-testpmd as the vhost-user backend, a net_vhost port per socket
+    (testpmd listens, or connects with client), interactive."""
+    cmd = eal_args(FILE_PREFIX, "0-1", memory_mb=256)
+    for i, sock in enumerate(sockets):
+        cmd += ["--vdev", vhost_vdev(sock, i, queues, client)]
+    cmd += ["--", "-i", "--total-num-mbufs=16384", f"--forward-mode={fwd}", f"--rxq={queues}",
+            f"--txq={queues}"]
+    return TestpmdConsole(name, cmd, os.path.join(workdir, f"{name}.log"))
 
-    def __init__(self, workdir: str, vdevs: list[str], fwd: str, name: str = "testpmd",
-                 rxq: int = 1, extra: list[str] | None = None):
-        self.log_path = os.path.join(workdir, f"{name}.log")
-        self.cmdline = ["stdbuf", "-oL", "-eL", "dpdk-testpmd", "--no-pci", "--no-huge",
-                        "-m", "256", f"--file-prefix={FILE_PREFIX}", "-l", "0-1"]
-        for v in vdevs:
-            self.cmdline += ["--vdev", v]
-        self.cmdline += ["--", "-i", "--total-num-mbufs=16384", f"--forward-mode={fwd}",
-                         f"--rxq={rxq}", f"--txq={rxq}"] + (extra or [])
-        self.proc: subprocess.Popen | None = None
-        self.buf = ""
-        self.lock = threading.Lock()
-        self.reader: threading.Thread | None = None
 
-    def start(self) -> "TestPmd":
-        self.logf = open(self.log_path, "w")
-        self.logf.write(" ".join(self.cmdline) + "\n")
-        self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        self._wait_prompt(0, 60)
-        self.cmd("start")
-        return self
-
-    def _read(self):
-        fd = self.proc.stdout.fileno()
-        while True:
-            data = os.read(fd, 65536)
-            if not data:
-                break
-            text = data.decode(errors="replace")
-            with self.lock:
-                self.buf += text
-            self.logf.write(text)
-            self.logf.flush()
-
-    def _wait_prompt(self, since: int, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                i = self.buf.find("testpmd> ", since)
-                if i >= 0:
-                    return self.buf[since:i]
-            if self.proc.poll() is not None:
-                raise GuestError(f"testpmd exited (rc={self.proc.returncode}), see {self.log_path}")
-            time.sleep(0.05)
-        raise GuestError(f"testpmd: no prompt within {timeout}s, see {self.log_path}")
-
-    def cmd(self, line: str, timeout: float = 30) -> str:
-        with self.lock:
-            since = len(self.buf)
-        self.proc.stdin.write((line + "\n").encode())
-        self.proc.stdin.flush()
-        # the echoed command ends with the next prompt after it
-        out = self._wait_prompt(since, timeout)
-        return out
-
-    def port_stats(self, port: int) -> dict:
-        out = self.cmd(f"show port stats {port}")
-        stats = {}
-        for key, name in (("RX-packets", "rx_packets"), ("TX-packets", "tx_packets"),
-                          ("RX-bytes", "rx_bytes"), ("TX-bytes", "tx_bytes"),
-                          ("RX-missed", "rx_missed"), ("RX-errors", "rx_errors"),
-                          ("TX-errors", "tx_errors")):
-            m = re.search(re.escape(key) + r":\s+(\d+)", out)
-            if m:
-                stats[name] = int(m.group(1))
-        return stats
-
-    def stream_stats(self) -> dict:
-        """Per RX queue forwarding counters {(port, queue): {"rx":, "tx":}}
-        (testpmd prints them when it has more streams than ports)."""
-        out = self.cmd("show fwd stats all")
-        stats = {}
-        for m in re.finditer(r"Forward Stats for RX Port=\s*(\d+)/Queue=\s*(\d+).*?\n"
-                             r"\s*RX-packets:\s*(\d+)\s+TX-packets:\s*(\d+)", out):
-            stats[(int(m.group(1)), int(m.group(2)))] = {"rx": int(m.group(3)), "tx": int(m.group(4))}
-        return stats
-
-    def stop(self):
-        if not self.proc:
-            return
-        if self.proc.poll() is None:
-            try:
-                self.cmd("stop", 10)
-                self.proc.stdin.write(b"quit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(15)
-            except (GuestError, OSError, subprocess.TimeoutExpired):
-                pass
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.reader:
-            self.reader.join(5)
-        self.logf.close()
+def start_forwarding(pmd: TestpmdConsole) -> TestpmdConsole:
+    pmd.start(timeout=60)
+    pmd.command("start", timeout=30)
+    return pmd
 
 
 def wait_path(path: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(path):
-            return
-        time.sleep(0.05)
-    raise GuestError(f"{path} did not appear within {timeout}s")
+    wait_until(lambda: os.path.exists(path), timeout, what=f"{path} to appear")
 
 
 class Scenario:
@@ -213,10 +118,9 @@ def run_guests(guests: list[Guest], timeout: float) -> list[int | None]:
 # --- scenarios -----------------------------------------------------------------
 def sc_icmpecho(a, s: Scenario):
     sock = os.path.join(a.workdir, "vhost0.sock")
-    pmd = TestPmd(a.workdir, [f"net_vhost0,iface={sock},queues=1,client=0"], "icmpecho",
-                  name="testpmd-icmpecho")
+    pmd = testpmd(a.workdir, [sock], "icmpecho", "testpmd-icmpecho")
     try:
-        pmd.start()
+        start_forwarding(pmd)
         wait_path(sock)
         with Guest(a.image, sock, name="g-icmpecho", ip=f"{NET}.2/24", workdir=a.workdir,
                    run=[f"ping,{NET}.1,{a.pings},0.2"],
@@ -235,19 +139,18 @@ def sc_icmpecho(a, s: Scenario):
                 s.fig("rtt_ms_min_avg_max", f"{p['rtt_min_ms']}/{p['rtt_avg_ms']}/{p['rtt_max_ms']}")
         st = pmd.port_stats(0)
         s.fig("testpmd_port0", st)
-        s.check(st.get("rx_packets", 0) >= a.pings, f"testpmd counted {st.get('rx_packets')} RX frames, want >= {a.pings}")
-        s.check(st.get("tx_packets", 0) >= a.pings, f"testpmd sent {st.get('tx_packets')} replies, want >= {a.pings}")
+        s.check(st["rx"] >= a.pings, f"testpmd counted {st['rx']} RX frames, want >= {a.pings}")
+        s.check(st["tx"] >= a.pings, f"testpmd sent {st['tx']} replies, want >= {a.pings}")
     finally:
         pmd.stop()
 
 
 def sc_pair(a, s: Scenario):
     socks = [os.path.join(a.workdir, f"vhost{i}.sock") for i in range(2)]
-    pmd = TestPmd(a.workdir, [f"net_vhost{i},iface={p},queues=1,client=0" for i, p in enumerate(socks)],
-                  "io", name="testpmd-pair")
+    pmd = testpmd(a.workdir, socks, "io", "testpmd-pair")
     secs = a.iperf_seconds
     try:
-        pmd.start()
+        start_forwarding(pmd)
         for p in socks:
             wait_path(p)
         ga = Guest(a.image, socks[0], name="g-pair-a", ip=f"{NET}.1/24", workdir=a.workdir,
@@ -279,7 +182,7 @@ def sc_pair(a, s: Scenario):
         for port in (0, 1):
             st = pmd.port_stats(port)
             s.fig(f"testpmd_port{port}", st)
-            s.check(st.get("rx_packets", 0) > a.pings and st.get("tx_packets", 0) > a.pings,
+            s.check(st["rx"] > a.pings and st["tx"] > a.pings,
                     f"testpmd port {port} forwarded too little: {st}")
     finally:
         pmd.stop()
@@ -287,14 +190,13 @@ def sc_pair(a, s: Scenario):
 
 def sc_server(a, s: Scenario):
     sock = os.path.join(a.workdir, "qemu-server.sock")
-    pmd = TestPmd(a.workdir, [f"net_vhost0,iface={sock},queues=1,client=1"], "icmpecho",
-                  name="testpmd-server")
+    pmd = testpmd(a.workdir, [sock], "icmpecho", "testpmd-server", client=True)
     with Guest(a.image, sock, name="g-server", server=True, ip=f"{NET}.2/24", workdir=a.workdir,
                run=[f"ping,{NET}.1,{a.pings},0.2"]) as g:
         try:
             g.start()
             g.wait_socket(60)
-            pmd.start()
+            start_forwarding(pmd)
             rc = run_guests([g], a.timeout)[0]
             check_guest(s, g, rc, "guest")
             s.fig("boot_to_init_s", g.boot_time())
@@ -303,18 +205,17 @@ def sc_server(a, s: Scenario):
                 s.fig("rtt_ms_min_avg_max", f"{p['rtt_min_ms']}/{p['rtt_avg_ms']}/{p['rtt_max_ms']}")
             st = pmd.port_stats(0)
             s.fig("testpmd_port0", st)
-            s.check(st.get("rx_packets", 0) >= a.pings, f"testpmd counted {st} RX frames")
+            s.check(st["rx"] >= a.pings, f"testpmd counted {st} RX frames")
         finally:
             pmd.stop()
 
 
 def sc_mq(a, s: Scenario):
     sock = os.path.join(a.workdir, "vhost-mq.sock")
-    pmd = TestPmd(a.workdir, [f"net_vhost0,iface={sock},queues=2,client=0"], "icmpecho",
-                  name="testpmd-mq", rxq=2)
+    pmd = testpmd(a.workdir, [sock], "icmpecho", "testpmd-mq", queues=2)
     n = a.pings
     try:
-        pmd.start()
+        start_forwarding(pmd)
         wait_path(sock)
         cmd = (f"ethtool -l $XV_IF; grep -E 'virtio|CPU' /proc/interrupts; "
                f"taskset -c 0 xv ping {NET}.1 {n} 0.2 && taskset -c 1 xv ping {NET}.1 {n} 0.2")
@@ -331,7 +232,7 @@ def sc_mq(a, s: Scenario):
             pings = g.results("ping")
             s.check(len(pings) == 2 and all(p["rx"] == p["tx"] == n for p in pings),
                     f"pinned pings: {[(p['tx'], p['rx']) for p in pings]}")
-        st = pmd.stream_stats()
+        st = pmd.fwd_stream_stats()
         s.fig("testpmd_queue_packets", {f"port{p}/q{q}": v for (p, q), v in st.items()})
         for i in (0, 1):
             rx = st.get((0, i), {}).get("rx", 0)
@@ -342,11 +243,10 @@ def sc_mq(a, s: Scenario):
 
 def sc_devopts(a, s: Scenario):
     sock = os.path.join(a.workdir, "vhost-devopts.sock")
-    pmd = TestPmd(a.workdir, [f"net_vhost0,iface={sock},queues=1,client=0"], "icmpecho",
-                  name="testpmd-devopts")
+    pmd = testpmd(a.workdir, [sock], "icmpecho", "testpmd-devopts")
     off = ("MRG_RXBUF", "RING_EVENT_IDX", "RING_INDIRECT_DESC")
     try:
-        pmd.start()
+        start_forwarding(pmd)
         wait_path(sock)
         with Guest(a.image, sock, name="g-devopts", ip=f"{NET}.2/24", workdir=a.workdir,
                    mrg_rxbuf=False, event_idx=False, indirect_desc=False,
@@ -367,11 +267,10 @@ def sc_rxonly(a, s: Scenario):
     """Negative control: testpmd swallows everything, so the guest's ping step
     must fail (and the toolkit must say so) while testpmd counts the frames."""
     sock = os.path.join(a.workdir, "vhost-rxonly.sock")
-    pmd = TestPmd(a.workdir, [f"net_vhost0,iface={sock},queues=1,client=0"], "rxonly",
-                  name="testpmd-rxonly")
+    pmd = testpmd(a.workdir, [sock], "rxonly", "testpmd-rxonly")
     n = 3
     try:
-        pmd.start()
+        start_forwarding(pmd)
         wait_path(sock)
         with Guest(a.image, sock, name="g-rxonly", ip=f"{NET}.2/24", workdir=a.workdir,
                    neigh=[f"{NET}.1@02:00:00:00:00:01"],
@@ -386,7 +285,7 @@ def sc_rxonly(a, s: Scenario):
             s.check(not g.results("nic")[1:], "steps after the failed one ran")
         st = pmd.port_stats(0)
         s.fig("testpmd_port0", st)
-        s.check(st.get("rx_packets", 0) >= n and st.get("tx_packets", 1) == 0,
+        s.check(st["rx"] >= n and st["tx"] == 0,
                 f"testpmd counters {st}")
     finally:
         pmd.stop()
@@ -416,11 +315,11 @@ def main() -> int:
             os.unlink(os.path.join(a.workdir, f))
     if a.build:
         subprocess.run([os.path.join(HERE, "build_image.sh"), a.image], check=True)
-    for tool in ("dpdk-testpmd", "stdbuf", qemu_guest.QEMU):
+    for tool in ("dpdk-testpmd", qemu_binary()):
         if not shutil.which(tool):
             print(f"selftest_dpdk: {tool} not found (scripts/bootstrap.sh)", file=sys.stderr)
             return 1
-    accel, reason = qemu_guest.choose_accel(a.image)
+    accel, reason = choose_accel(a.image)
     print(f"selftest_dpdk: accel={accel} ({reason})", flush=True)
 
     report = {"accel": accel, "accel_reason": reason, "scenarios": {}}
@@ -431,7 +330,7 @@ def main() -> int:
         t0 = time.monotonic()
         try:
             SCENARIOS[name](a, s)
-        except (GuestError, OSError) as e:
+        except (GuestError, ConsoleError, OSError) as e:
             s.check(False, f"exception: {e}")
         s.fig("wall_s", round(time.monotonic() - t0, 1))
         ok = not s.failures

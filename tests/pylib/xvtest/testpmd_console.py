@@ -1,7 +1,8 @@
 """dpdk-testpmd driven interactively (-i) through a pseudo terminal: one
-process stays up while the harness switches forwarding modes and reads port
+process stays up while the test switches forwarding modes and reads port
 counters on demand ("show port stats"), instead of restarting testpmd for
-every measurement. A pty keeps testpmd's stdio line-buffered."""
+every measurement. A pty keeps testpmd's stdio line-buffered. testpmd runs
+in a session of its own and gets SIGKILL when the test process dies."""
 
 import os
 import pty
@@ -11,6 +12,8 @@ import signal
 import subprocess
 import time
 
+from .process import Child, die_with_parent, read_text
+
 PROMPT = b"testpmd> "
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -19,7 +22,10 @@ class ConsoleError(RuntimeError):
     pass
 
 
-class TestpmdConsole:
+class TestpmdConsole(Child):
+    """cmd: the whole command line (xvtest.testpmd.eal_args ... -- -i ...);
+    preexec: run in the child before it execs (e.g. joining a cgroup)."""
+
     def __init__(self, name, cmd, log_path, preexec=None):
         self.name = name
         self.cmd = cmd
@@ -30,9 +36,10 @@ class TestpmdConsole:
         self.buf = b""
         self.log = None
 
-    @property
-    def pid(self):
-        return self.proc.pid if self.proc else None
+    def _child_setup(self):
+        die_with_parent()
+        if self.preexec:
+            self.preexec()
 
     def start(self, timeout=30.0):
         self.log = open(self.log_path, "ab")
@@ -40,7 +47,7 @@ class TestpmdConsole:
         master, slave = pty.openpty()
         self.master = master
         self.proc = subprocess.Popen(self.cmd, stdin=slave, stdout=slave, stderr=slave,
-                                     start_new_session=True, preexec_fn=self.preexec,
+                                     start_new_session=True, preexec_fn=self._child_setup,
                                      close_fds=True)
         os.close(slave)
         self._until(PROMPT, timeout)
@@ -101,8 +108,15 @@ class TestpmdConsole:
         out = self.command(f"show port xstats {port}")
         return {k: int(v) for k, v in re.findall(r"^\s*([A-Za-z0-9_]+):\s*(\d+)\s*$", out, re.M)}
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
+    def fwd_stream_stats(self):
+        """Forwarding counters per RX queue, {(port, queue): {"rx", "tx"}}
+        (testpmd prints them when it has more streams than ports)."""
+        out = self.command("show fwd stats all")
+        stats = {}
+        for m in re.finditer(r"Forward Stats for RX Port=\s*(\d+)/Queue=\s*(\d+).*?\n"
+                             r"\s*RX-packets:\s*(\d+)\s+TX-packets:\s*(\d+)", out):
+            stats[(int(m.group(1)), int(m.group(2)))] = {"rx": int(m.group(3)), "tx": int(m.group(4))}
+        return stats
 
     def stop(self, timeout=10.0):
         """quit, then SIGKILL the process group if it lingers."""
@@ -133,8 +147,4 @@ class TestpmdConsole:
             self.log.close()
 
     def tail(self, chars=3000):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-chars:]
-        except OSError:
-            return ""
+        return read_text(self.log_path)[-chars:]
