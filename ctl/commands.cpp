@@ -105,7 +105,9 @@ int Commands::port_get(const std::string& name) {
 }
 
 int Commands::port_add(const PortAddOptions& o) {
-  json params{{"name", o.name}, {"socket", o.socket}, {"mac", o.mac}};
+  json params{{"name", o.name}, {"socket", o.socket}};
+  if (o.mac) params["mac"] = *o.mac;
+  if (o.mac_policy) params["mac_policy"] = *o.mac_policy;
   if (o.mode) params["mode"] = *o.mode;
   if (o.uplink) params["uplink"] = *o.uplink;
   if (o.queues) params["queues"] = *o.queues;

@@ -20,8 +20,8 @@ struct GlobalOptions {
 };
 
 struct PortAddOptions {
-  std::string name, socket, mac;
-  std::optional<std::string> mode, uplink;
+  std::string name, socket;
+  std::optional<std::string> mac, mac_policy, mode, uplink;
   std::optional<unsigned> queues, mtu, thread;
 };
 

@@ -104,8 +104,9 @@ void print_status(const json& status, std::ostream& out) {
 
 void print_port_detail(const json& port, std::ostream& out) {
   TextTable kv({"FIELD", "VALUE"});
-  for (const char* key : {"name", "state", "socket", "mode", "mac", "uplink", "queue_pairs", "mtu",
-                          "thread", "features", "protocol_features"})
+  for (const char* key :
+       {"name", "state", "socket", "mode", "mac", "mac_source", "mac_policy", "uplink",
+        "queue_pairs", "mtu", "thread", "features", "protocol_features"})
     if (port.contains(key)) kv.add({key, cell(port, key)});
   if (port.contains("tunables") && port["tunables"].is_object())
     for (const auto& [k, v] : port["tunables"].items()) kv.add({"tunables." + k, text(v)});

@@ -64,7 +64,11 @@ int main(int argc, char** argv) {
   auto* port_add = port->add_subcommand("add", "add a port (kept across daemon restarts)");
   port_add->add_option("NAME", add.name, "port name")->required();
   port_add->add_option("--socket", add.socket, "vhost-user socket path")->required();
-  port_add->add_option("--mac", add.mac, "the guest's unicast MAC")->required();
+  port_add->add_option("--mac", add.mac, "the guest's unicast MAC (none: learned)");
+  port_add
+      ->add_option("--mac-policy", add.mac_policy,
+                   "fixed (default with --mac), learn (default without), learn-move")
+      ->check(CLI::IsMember({"fixed", "learn", "learn-move"}));
   port_add->add_option("--mode", add.mode, "server (default: the daemon listens) or client")
       ->check(CLI::IsMember({"server", "client"}));
   port_add->add_option("--uplink", add.uplink, "uplink for unknown unicast and floods");

@@ -75,7 +75,14 @@ PortConfig port_from_json(const json& j) {
   p.name = j.at("name").get<std::string>();
   p.socket = j.at("socket").get<std::string>();
   if (auto mode = opt_string(j, "mode")) p.mode = vhost::parse_socket_mode(*mode).value_or(p.mode);
-  p.mac = net::MacAddress::parse(j.at("mac").get<std::string>()).value_or(net::MacAddress{});
+  if (auto mac = opt_string(j, "mac")) p.mac = net::MacAddress::parse(*mac);
+  // Without a policy: the configured MAC, or the first one the guest sends from.
+  p.mac_policy = p.mac ? dataplane::MacPolicy::kFixed : dataplane::MacPolicy::kLearn;
+  if (auto policy = opt_string(j, "mac_policy"))
+    p.mac_policy = dataplane::parse_mac_policy(*policy).value_or(p.mac_policy);
+  if (auto it = j.find("owner"); it != j.end())
+    p.owner = controller::PortOwner{it->value("namespace", ""), it->value("vm", ""),
+                                    it->value("claim", "")};
   p.uplink = opt_string(j, "uplink");
   p.queue_pairs = opt_u32(j, "queues").value_or(p.queue_pairs);
   p.mtu = opt_u32(j, "mtu").value_or(p.mtu);

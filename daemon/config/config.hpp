@@ -101,6 +101,7 @@ std::string check_socket_path(std::string_view path);
 // absent optional members are left out.
 nlohmann::json to_json(const Config& config);
 nlohmann::json to_json(const PortConfig& port);
+nlohmann::json to_json(const controller::PortOwner& owner);
 nlohmann::json to_json(const UplinkConfig& uplink);
 nlohmann::json to_json(const Tunables& tunables);
 nlohmann::json to_json(const dataplane::PortTunableOverrides& overrides);    // only those set

@@ -35,12 +35,22 @@ json to_json(const dataplane::UplinkTunableOverrides& t) {
 }
 
 json to_json(const PortConfig& p) {
-  json j{{"name", p.name},           {"socket", p.socket},      {"mode", vhost::to_string(p.mode)},
-         {"mac", p.mac.to_string()}, {"queues", p.queue_pairs}, {"mtu", p.mtu}};
+  json j{{"name", p.name},
+         {"socket", p.socket},
+         {"mode", vhost::to_string(p.mode)},
+         {"mac_policy", dataplane::to_string(p.mac_policy)},
+         {"queues", p.queue_pairs},
+         {"mtu", p.mtu}};
+  if (p.mac) j["mac"] = p.mac->to_string();
+  if (p.owner) j["owner"] = to_json(*p.owner);
   if (p.uplink) j["uplink"] = *p.uplink;
   if (p.thread) j["thread"] = *p.thread;
   if (!p.tunables.empty()) j["tunables"] = to_json(p.tunables);
   return j;
+}
+
+json to_json(const controller::PortOwner& o) {
+  return json{{"namespace", o.ns}, {"vm", o.vm}, {"claim", o.claim}};
 }
 
 json to_json(const UplinkConfig& u) {

@@ -72,14 +72,19 @@ ConfigError field_error(ConfigErrorKind kind, std::string_view where, std::strin
 }
 
 std::optional<ConfigError> check_port_fields(const PortConfig& port, std::string_view where) {
-  if (port.mac.is_multicast()) {
+  if (!port.mac) {
+    if (port.mac_policy == dataplane::MacPolicy::kFixed)
+      return field_error(ConfigErrorKind::kInvalid, where, "mac",
+                         "needed with mac_policy fixed (or let the port learn it: mac_policy "
+                         "learn or learn-move)");
+  } else if (port.mac->is_multicast()) {
     return field_error(
         ConfigErrorKind::kInvalid, where, "mac",
-        port.mac.to_string() + (port.mac.key() == 0xffffffffffff
-                                    ? " is the broadcast address, a port needs a unicast MAC"
-                                    : " is a multicast address, a port needs a unicast MAC"));
+        port.mac->to_string() + (port.mac->key() == 0xffffffffffff
+                                     ? " is the broadcast address, a port needs a unicast MAC"
+                                     : " is a multicast address, a port needs a unicast MAC"));
   }
-  if (port.mac.is_zero()) {
+  if (port.mac && port.mac->is_zero()) {
     return field_error(ConfigErrorKind::kInvalid, where, "mac",
                        "00:00:00:00:00:00 is not a valid port MAC");
   }
@@ -94,10 +99,10 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
   if (auto e = check_port_fields(port, where)) return e;
   if (auto e = check_name_unused(config, port.name, where)) return e;
   for (const auto& other : config.ports) {
-    if (other.mac == port.mac) {
+    if (port.mac && other.mac == port.mac) {
       return field_error(
           ConfigErrorKind::kMacInUse, where, "mac",
-          port.mac.to_string() + " is already the MAC of port " + json_quoted(other.name));
+          port.mac->to_string() + " is already the MAC of port " + json_quoted(other.name));
     }
     if (other.socket == port.socket) {
       return field_error(

@@ -24,11 +24,14 @@ json port_summary(const PortConfig& config, const controller::GuestPortControlle
   json j{{"name", config.name},
          {"socket", config.socket},
          {"mode", vhost::to_string(config.mode)},
-         {"mac", config.mac.to_string()},
+         {"mac_policy", dataplane::to_string(config.mac_policy)},
+         {"mac_source", controller::to_string(c.mac_source())},
          {"queue_pairs", config.queue_pairs},
          {"mtu", config.mtu},
          {"thread", c.thread()},
          {"state", port_state(c)}};
+  if (c.mac()) j["mac"] = c.mac()->to_string();
+  if (config.owner) j["owner"] = to_json(*config.owner);
   if (config.uplink) j["uplink"] = *config.uplink;
   return j;
 }

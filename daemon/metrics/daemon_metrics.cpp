@@ -47,6 +47,14 @@ const char* thread_state(dataplane::ServiceThread::State s) {
   return "busy";
 }
 
+// Every port series is labelled with the port and who it serves (namespace,
+// vm, claim; "" when not known, which Prometheus treats as absent).
+std::vector<Label> owner_labels(const PortView& p) {
+  static const controller::PortOwner kNobody;
+  const controller::PortOwner& o = p.config->owner ? *p.config->owner : kNobody;
+  return {{"port", p.config->name}, {"namespace", o.ns}, {"vm", o.vm}, {"claim", o.claim}};
+}
+
 // 1 for the current state, 0 for the others.
 std::uint64_t is(std::string_view current, std::string_view state) {
   return current == state ? 1 : 0;
@@ -77,16 +85,21 @@ void add_port_families(Families& out, const Daemon& daemon) {
   const auto ports = ports_of(daemon);
 
   {
-    auto f = make_family("xdpvhost_port_info", MetricType::Gauge,
-                         "Guest ports: socket, mode, MAC, uplink and service thread (value 1).");
+    auto f = make_family(
+        "xdpvhost_port_info", MetricType::Gauge,
+        "Guest ports: mode, MAC and where it came from (mac_source config, learned or none), "
+        "mac_policy, uplink, service thread and owner (value 1).");
     for (const auto& p : ports) {
-      const std::string mac = p.config->mac.to_string(), thread = std::to_string(p.port->thread());
-      add_info(f, {{"port", p.config->name},
-                   {"socket", p.config->socket},
-                   {"mode", vhost::to_string(p.config->mode)},
-                   {"mac", mac},
-                   {"uplink", p.config->uplink.value_or("")},
-                   {"thread", thread}});
+      const std::string mac = p.port->mac() ? p.port->mac()->to_string() : "",
+                        thread = std::to_string(p.port->thread());
+      std::vector<Label> labels = owner_labels(p);
+      labels.insert(labels.end(), {{"mode", vhost::to_string(p.config->mode)},
+                                   {"mac", mac},
+                                   {"mac_source", controller::to_string(p.port->mac_source())},
+                                   {"mac_policy", dataplane::to_string(p.config->mac_policy)},
+                                   {"uplink", p.config->uplink ? *p.config->uplink : ""},
+                                   {"thread", thread}});
+      add_info(f, LabelSpan(labels));
     }
     out.push_back(std::move(f));
   }
@@ -98,8 +111,11 @@ void add_port_families(Families& out, const Daemon& daemon) {
         "(being set up), running (traffic flows), broken (a queue was malformed).");
     for (const auto& p : ports) {
       const std::string state = port_state(*p.port);
-      for (const char* s : {"waiting", "connected", "running", "broken"})
-        add_sample(f, {{"port", p.config->name}, {"state", s}}, is(state, s));
+      for (const char* s : {"waiting", "connected", "running", "broken"}) {
+        std::vector<Label> labels = owner_labels(p);
+        labels.emplace_back("state", s);
+        add_sample(f, LabelSpan(labels), is(state, s));
+      }
     }
     out.push_back(std::move(f));
   }
@@ -108,7 +124,7 @@ void add_port_families(Families& out, const Daemon& daemon) {
   std::vector<std::vector<Label>> labels;
   std::vector<dataplane::CounterValues<dataplane::kDropReasons>> drops;
   for (const auto& p : ports) {
-    labels.push_back({{"port", p.config->name}});
+    labels.push_back(owner_labels(p));
     rows.push_back({labels.back(), p.counters.counters});
     drops.push_back(p.counters.drops);
   }

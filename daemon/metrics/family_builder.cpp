@@ -41,7 +41,11 @@ prometheus::MetricFamily make_family(std::string name, prometheus::MetricType ty
 }
 
 void add_sample(prometheus::MetricFamily& family, Labels labels, double value) {
-  auto m = series(LabelSpan(labels.begin(), labels.size()));
+  add_sample(family, LabelSpan(labels.begin(), labels.size()), value);
+}
+
+void add_sample(prometheus::MetricFamily& family, LabelSpan labels, double value) {
+  auto m = series(labels);
   switch (family.type) {
     case prometheus::MetricType::Counter:
       m.counter.value = value;
@@ -65,13 +69,14 @@ void add_sample(prometheus::MetricFamily& family, Labels labels, std::uint64_t v
 }
 
 void add_sample(prometheus::MetricFamily& family, LabelSpan labels, std::uint64_t value) {
-  assert(family.type == prometheus::MetricType::Counter);
-  auto m = series(labels);
-  m.counter.value = static_cast<double>(value);
-  family.metric.push_back(std::move(m));
+  add_sample(family, labels, static_cast<double>(value));
 }
 
 void add_info(prometheus::MetricFamily& family, Labels labels) {
+  add_sample(family, labels, 1.0);
+}
+
+void add_info(prometheus::MetricFamily& family, LabelSpan labels) {
   add_sample(family, labels, 1.0);
 }
 

@@ -40,9 +40,11 @@ prometheus::MetricFamily make_family(std::string name, prometheus::MetricType ty
 void add_sample(prometheus::MetricFamily& family, Labels labels, double value);
 void add_sample(prometheus::MetricFamily& family, Labels labels, std::uint64_t value);
 // The same with labels assembled at run time.
+void add_sample(prometheus::MetricFamily& family, LabelSpan labels, double value);
 void add_sample(prometheus::MetricFamily& family, LabelSpan labels, std::uint64_t value);
 // An info-style series: the labels carry the information, the value is 1.
 void add_info(prometheus::MetricFamily& family, Labels labels);
+void add_info(prometheus::MetricFamily& family, LabelSpan labels);
 
 // A series of a histogram family: `bounds` are the finite upper bounds in
 // increasing order, `counts` the per-bucket (not cumulative) counts, one

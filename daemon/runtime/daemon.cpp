@@ -105,14 +105,38 @@ std::optional<ConfigError> Daemon::remove_uplink(const std::string& name) {
 std::string Daemon::open_port(const PortConfig& port) {
   auto controller = std::make_unique<controller::GuestPortController>(
       *dataplane_, io_, port, uplink_id(port.uplink),
-      dataplane::PortTunables::of(resolve(config_.tunables, port.tunables)));
+      dataplane::PortTunables::of(resolve(config_.tunables, port.tunables)),
+      [this](const controller::GuestPortController& p, const net::MacAddress& mac,
+             std::string& why) { return allow_learned_mac(p, mac, why); });
   std::string error;
   if (!controller->start(error)) return error;
-  spdlog::info("port {}: {} socket {} mac {}", port.name, vhost::to_string(port.mode), port.socket,
-               port.mac.to_string());
-  if (auto* uplink = uplink_of(port)) uplink->add_guest(port.mac, port.mtu);
+  spdlog::info("port {}: {} socket {} mac {} ({})", port.name, vhost::to_string(port.mode),
+               port.socket, port.mac ? port.mac->to_string() : "none yet",
+               dataplane::to_string(port.mac_policy));
+  if (auto* uplink = uplink_of(port)) uplink->add_guest(port.name, port.mac, port.mtu);
   ports_.emplace(port.name, std::move(controller));
   return {};
+}
+
+const controller::GuestPortController* Daemon::port_with_mac(const net::MacAddress& mac) const {
+  for (const auto& [name, port] : ports_)
+    if (port->mac() == mac) return port.get();
+  return nullptr;
+}
+
+bool Daemon::allow_learned_mac(const controller::GuestPortController& port,
+                               const net::MacAddress& mac, std::string& why) {
+  if (const auto* owner = port_with_mac(mac); owner != nullptr && owner != &port) {
+    why = mac.to_string() + " is port " + owner->config().name + "'s";
+    return false;
+  }
+  for (const auto& p : config_.ports)
+    if (p.name != port.config().name && p.mac == mac) {
+      why = mac.to_string() + " is configured for port " + p.name;
+      return false;
+    }
+  if (auto* uplink = uplink_of(port.config())) uplink->set_guest_mac(port.config().name, mac);
+  return true;
 }
 
 const controller::GuestPortController* Daemon::find_port(const std::string& name) const {
@@ -123,6 +147,12 @@ const controller::GuestPortController* Daemon::find_port(const std::string& name
 std::optional<ConfigError> Daemon::add_port(const PortConfig& port) {
   auto next = with_port_added(config_, port);
   if (!next) return next.error();
+  if (port.mac)
+    if (const auto* owner = port_with_mac(*port.mac))
+      return ConfigError{ConfigErrorKind::kMacInUse,
+                         "params.mac: " + port.mac->to_string() + " is the learned MAC of port \"" +
+                             owner->config().name + "\"",
+                         {}};
   const Config previous = config_;
   config_ = std::move(next.value());
   if (std::string error = open_port(port); !error.empty()) {
@@ -137,7 +167,7 @@ std::optional<ConfigError> Daemon::remove_port(const std::string& name) {
   auto next = with_port_removed(config_, name);
   if (!next) return next.error();
   if (const PortConfig* port = config_.find_port(name)) {
-    if (auto* uplink = uplink_of(*port)) uplink->remove_guest(port->mac);
+    if (auto* uplink = uplink_of(*port)) uplink->remove_guest(port->name);
   }
   config_ = std::move(next.value());
   ports_.erase(name);

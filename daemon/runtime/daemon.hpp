@@ -61,6 +61,12 @@ class Daemon {
   std::string open_port(const PortConfig& port);
   std::string open_uplink(const UplinkConfig& uplink);
   std::uint32_t uplink_id(const std::optional<std::string>& name) const;
+  // The port the switch reaches at `mac` (configured or learned), or nullptr.
+  const controller::GuestPortController* port_with_mac(const net::MacAddress& mac) const;
+  // The MacArbiter of every port: a MAC no other port has or is configured
+  // with may be learned; the port's uplink then steers it.
+  bool allow_learned_mac(const controller::GuestPortController& port, const net::MacAddress& mac,
+                         std::string& why);
   controller::UplinkController* uplink_of(const PortConfig& port);
   void apply_tunables();
   void persist();

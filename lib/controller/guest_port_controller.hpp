@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,13 +23,27 @@ using dataplane::Dataplane;
 using dataplane::GuestPort;
 using dataplane::PortTunables;
 
-class GuestPortController final : private vhost::DeviceBackend {
+// Where a port's MAC came from.
+enum class MacSource : std::uint8_t { kNone, kConfig, kLearned };
+constexpr const char* to_string(MacSource s) noexcept {
+  return s == MacSource::kConfig ? "config" : s == MacSource::kLearned ? "learned" : "none";
+}
+
+class GuestPortController final : private vhost::DeviceBackend, private dataplane::MacLearner {
  public:
+  // Decides, on the control thread, whether `port` may take `mac` its guest
+  // sent from (mac_policy learn, learn-move), and if so makes everything
+  // outside the port follow (the uplink's steering). False with `why`
+  // refuses it (the MAC is another port's).
+  using MacArbiter = std::function<bool(const GuestPortController& port, const net::MacAddress& mac,
+                                        std::string& why)>;
+
   // `uplink_id` is the id of the uplink the config names (or
   // dataplane::Port::kNoUplinkId), `tunables` the global ones with the port's
   // overrides applied.
   GuestPortController(Dataplane& dataplane, boost::asio::io_context& io, PortConfig config,
-                      std::uint32_t uplink_id, const PortTunables& tunables);
+                      std::uint32_t uplink_id, const PortTunables& tunables,
+                      MacArbiter arbiter = {});
   ~GuestPortController() override;
   GuestPortController(const GuestPortController&) = delete;
   GuestPortController& operator=(const GuestPortController&) = delete;
@@ -41,6 +56,9 @@ class GuestPortController final : private vhost::DeviceBackend {
   const vhost::Device& device() const noexcept { return device_; }
   const vhost::SocketEndpoint& endpoint() const noexcept { return *endpoint_; }
   std::uint16_t thread() const noexcept { return thread_; }
+  // The MAC the switch reaches the port at (configured or learned), if any.
+  const std::optional<net::MacAddress>& mac() const noexcept { return mac_; }
+  MacSource mac_source() const noexcept { return mac_source_; }
 
   void set_tunables(const PortTunables& t);
 
@@ -48,14 +66,22 @@ class GuestPortController final : private vhost::DeviceBackend {
   void start_queue(vhost::QueueStart start) override;
   std::uint16_t stop_queue(std::uint32_t vring) override;
   void set_mtu(std::uint32_t mtu) override;
+  bool request(const net::MacAddress& mac) noexcept override;
+  void decide(const net::MacAddress& mac);
 
   Dataplane& dataplane_;
+  boost::asio::io_context& io_;
   PortConfig config_;
+  MacArbiter arbiter_;
+  std::optional<net::MacAddress> mac_;
+  MacSource mac_source_ = MacSource::kNone;
+  std::uint64_t refusals_ = 0;
   std::uint16_t thread_;
   std::unique_ptr<GuestPort> port_;
   vhost::Device device_;
   std::unique_ptr<vhost::SocketEndpoint> endpoint_;
   bool attached_ = false;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace xdpvhost::controller

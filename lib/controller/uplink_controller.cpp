@@ -52,7 +52,7 @@ UplinkController::~UplinkController() {
 
 std::uint32_t UplinkController::max_frame() const {
   std::uint32_t mtu = 1500;
-  for (const auto& [key, guest] : guests_) mtu = std::max(mtu, guest.second);
+  for (const auto& [name, guest] : guests_) mtu = std::max(mtu, guest.mtu);
   // Never more than one UMEM frame holds after the kernel's XDP headroom:
   // longer frames are dropped (and counted) in XDP, not lost in the socket.
   return std::min(net::max_frame_for_mtu(mtu), xsk::rx_frame_room(config_.frame_size));
@@ -106,10 +106,8 @@ bool UplinkController::setup(std::string& error) {
   std::string filter_error;
   filter_ = nic::UnicastFilter::open(config_.interface, filter_error);
   if (!filter_) spdlog::warn("uplink {}: unicast filter: {}", config_.name, filter_error);
-  for (const auto& [key, guest] : guests_) {
-    program_->add_guest_mac(guest.first);
-    if (filter_) filter_->add(guest.first);
-  }
+  for (const auto& [name, guest] : guests_)
+    if (guest.mac) steer(*guest.mac);
   std::string flood_error;
   auto flood = nic::FloodSocket::open(config_.interface, flood_error);
   if (!flood)
@@ -269,34 +267,52 @@ void UplinkController::poll_program_stats() {
   });
 }
 
-void UplinkController::add_guest(const net::MacAddress& mac, std::uint32_t mtu) {
-  guests_[mac.key()] = {mac, mtu};
-  if (program_) {
-    program_->add_guest_mac(mac);
-    program_->set_max_frame_len(max_frame());
-  }
-  if (filter_) {
-    nic::UnicastFilter::Method method;
-    std::string reason;
-    if (filter_->add(mac, &method, &reason) == 0 &&
-        method == nic::UnicastFilter::Method::kPromiscuous)
-      spdlog::info("uplink {}: {} refuses unicast filter entries ({}); promiscuous instead",
-                   config_.name, config_.interface, reason);
-  }
+void UplinkController::steer(const net::MacAddress& mac) {
+  if (program_) program_->add_guest_mac(mac);
+  if (!filter_) return;
+  nic::UnicastFilter::Method method;
+  std::string reason;
+  if (filter_->add(mac, &method, &reason) == 0 &&
+      method == nic::UnicastFilter::Method::kPromiscuous)
+    spdlog::info("uplink {}: {} refuses unicast filter entries ({}); promiscuous instead",
+                 config_.name, config_.interface, reason);
+}
+
+void UplinkController::unsteer(const net::MacAddress& mac) {
+  if (program_) program_->remove_guest_mac(mac);
+  if (filter_) filter_->remove(mac);
+}
+
+void UplinkController::apply_max_frame() {
   const std::uint32_t frame = max_frame();
+  if (program_) program_->set_max_frame_len(frame);
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
     dataplane_.thread(threads_[i]).call([&] { port->set_max_frame(frame); });
   }
 }
 
-void UplinkController::remove_guest(const net::MacAddress& mac) {
-  guests_.erase(mac.key());
-  if (program_) {
-    program_->remove_guest_mac(mac);
-    program_->set_max_frame_len(max_frame());
-  }
-  if (filter_) filter_->remove(mac);
+void UplinkController::add_guest(const std::string& port, std::optional<net::MacAddress> mac,
+                                 std::uint32_t mtu) {
+  guests_[port] = Guest{mac, mtu};
+  if (mac) steer(*mac);
+  apply_max_frame();
+}
+
+void UplinkController::set_guest_mac(const std::string& port, std::optional<net::MacAddress> mac) {
+  auto it = guests_.find(port);
+  if (it == guests_.end() || it->second.mac == mac) return;
+  if (it->second.mac) unsteer(*it->second.mac);
+  it->second.mac = mac;
+  if (mac) steer(*mac);
+}
+
+void UplinkController::remove_guest(const std::string& port) {
+  auto it = guests_.find(port);
+  if (it == guests_.end()) return;
+  if (it->second.mac) unsteer(*it->second.mac);
+  guests_.erase(it);
+  apply_max_frame();
 }
 
 void UplinkController::set_tunables(const Tunables& t) {

@@ -63,9 +63,12 @@ class UplinkController {
   // An absent interface is not an error: it is waited for.
   bool start(std::string& error);
 
-  // Guests that use this uplink (their MAC is steered here).
-  void add_guest(const net::MacAddress& mac, std::uint32_t mtu);
-  void remove_guest(const net::MacAddress& mac);
+  // Guest ports that use this uplink: frames to their MAC are steered here
+  // (XDP program, unicast filter), and their MTU bounds the frame size. A
+  // port without a MAC yet (learning) gets one with set_guest_mac().
+  void add_guest(const std::string& port, std::optional<net::MacAddress> mac, std::uint32_t mtu);
+  void set_guest_mac(const std::string& port, std::optional<net::MacAddress> mac);
+  void remove_guest(const std::string& port);
 
   void set_tunables(const Tunables& t);
 
@@ -104,7 +107,14 @@ class UplinkController {
 
   std::unique_ptr<nic::XdpProgram> program_;
   std::unique_ptr<nic::UnicastFilter> filter_;
-  std::map<std::uint64_t, std::pair<net::MacAddress, std::uint32_t>> guests_;  // key -> (mac, mtu)
+  struct Guest {
+    std::optional<net::MacAddress> mac;
+    std::uint32_t mtu = 1500;
+  };
+  void steer(const net::MacAddress& mac);
+  void unsteer(const net::MacAddress& mac);
+  void apply_max_frame();
+  std::map<std::string, Guest> guests_;  // by port name
   LinkState link_ = LinkState::kAbsent;
   nic::XdpSteerStats stats_base_;  // counters of programs detached before
 

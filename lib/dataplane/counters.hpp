@@ -70,6 +70,7 @@ struct PortCounters {
   Counter interrupts;             // call eventfd writes
   Counter interrupts_suppressed;  // used updates the guest asked not to be told about
   Counter queue_errors;           // queues broken by a malformed ring
+  Counter mac_learned;            // source MACs learned (mac_policy learn, learn-move)
   std::array<Counter, kDropReasons> drops;
 
   void drop(DropReason r, std::uint64_t n = 1) noexcept {
@@ -77,7 +78,7 @@ struct PortCounters {
   }
 };
 
-inline constexpr std::array<CounterField<PortCounters>, 8> kPortCounters{{
+inline constexpr std::array<CounterField<PortCounters>, 9> kPortCounters{{
     {&PortCounters::rx_packets,
      {"rx_packets", "packets_total",
       "Frames per port, seen from the switch: rx taken from the port (a guest's transmit "
@@ -114,6 +115,11 @@ inline constexpr std::array<CounterField<PortCounters>, 8> kPortCounters{{
     {&PortCounters::queue_errors,
      {"queue_errors", "queue_errors_total",
       "Virtqueues found malformed and stopped (see port.get for the error)."},
+     PortScope::kGuest},
+    {&PortCounters::mac_learned,
+     {"mac_learned", "mac_learned_total",
+      "Source MACs a guest port learned (mac_policy learn or learn-move); port.get shows the "
+      "current one."},
      PortScope::kGuest},
 }};
 

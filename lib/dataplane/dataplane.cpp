@@ -29,11 +29,23 @@ std::uint16_t Dataplane::least_loaded_thread() const {
   return static_cast<std::uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
 }
 
-void Dataplane::attach(Port& port, std::uint16_t thread) {
+void Dataplane::attach(Port& port, std::uint16_t thread, std::optional<net::MacAddress> mac) {
   if (thread >= threads_.size()) throw std::out_of_range("service thread index");
   threads_[thread]->call([&] { threads_[thread]->attach_port(&port); });
-  entries_.push_back(SwitchEntry{&port, port.id(), thread, port.kind(), port.uplink()});
+  entries_.push_back(SwitchEntry{&port, port.id(), thread, port.kind(), port.uplink(), mac});
   publish_table();
+}
+
+void Dataplane::set_mac(const Port& port, std::optional<net::MacAddress> mac) {
+  for (auto& e : entries_)
+    if (e.port == &port) e.mac = mac;
+  publish_table();
+}
+
+const Port* Dataplane::owner_of(const net::MacAddress& mac) const noexcept {
+  for (const auto& e : entries_)
+    if (e.kind == PortKind::kGuest && e.mac == mac) return e.port;
+  return nullptr;
 }
 
 void Dataplane::detach(Port& port) {

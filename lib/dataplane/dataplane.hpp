@@ -38,9 +38,15 @@ class Dataplane {
   // The thread with the fewest ports.
   std::uint16_t least_loaded_thread() const;
 
-  // Hands `port` to `thread` and makes it reachable by the switch. Returns
-  // once every thread forwards with the new table.
-  void attach(Port& port, std::uint16_t thread);
+  // Hands `port` to `thread` and makes it reachable by the switch (a guest
+  // port at `mac`, once it has one). Returns once every thread forwards with
+  // the new table.
+  void attach(Port& port, std::uint16_t thread, std::optional<net::MacAddress> mac = {});
+  // The guest port is reached at `mac` from now on (a learned or moved
+  // address); returns once every thread forwards with the new table.
+  void set_mac(const Port& port, std::optional<net::MacAddress> mac);
+  // The guest port that is reached at `mac`, or nullptr.
+  const Port* owner_of(const net::MacAddress& mac) const noexcept;
   // Makes `port` unreachable, then takes it off its thread. Afterwards no
   // thread touches it; the caller may destroy it.
   void detach(Port& port);

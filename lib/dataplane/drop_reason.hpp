@@ -20,6 +20,7 @@ enum class DropReason : std::uint8_t {
   kPortGone,            // the destination port was removed while the frame was in flight
   kUplinkDown,          // the uplink interface is down or gone
   kUplinkTxFull,        // no room on the AF_XDP TX ring (flooded frames only; unicast waits)
+  kSpoofedSource,       // a guest sent from a source MAC its port may not use (port security)
   kCount
 };
 
@@ -51,6 +52,8 @@ constexpr const char* to_string(DropReason r) {
       return "uplink_down";
     case DropReason::kUplinkTxFull:
       return "uplink_tx_full";
+    case DropReason::kSpoofedSource:
+      return "spoofed_source";
     case DropReason::kCount:
       break;
   }

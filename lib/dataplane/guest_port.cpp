@@ -93,11 +93,12 @@ std::uint32_t flow_hash(const Frame& frame) noexcept {
 
 }  // namespace
 
-GuestPort::GuestPort(std::uint32_t id, std::string name, net::MacAddress mac, std::uint32_t uplink,
-                     Options options)
-    : Port(id, std::move(name), PortKind::kGuest, mac, uplink),
+GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, Options options,
+                     MacLearner* learner)
+    : Port(id, std::move(name), PortKind::kGuest, uplink),
       options_(options),
       tunables_(options.tunables),
+      source_(options.mac_policy, options.mac, learner),
       max_frame_(net::max_frame_for_mtu(options.mtu)),
       backlog_(kBacklogFrames,
                std::max(net::max_frame_for_mtu(options.mtu), net::max_frame_for_mtu(1500))) {
@@ -140,6 +141,11 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
   }
   refresh_rx_list();
   wait_fds_changed();
+}
+
+void GuestPort::mac_learned(const net::MacAddress& mac) noexcept {
+  source_.learned(mac);
+  counters().mac_learned.add();
 }
 
 void GuestPort::set_mtu(std::uint32_t mtu) noexcept {
@@ -220,6 +226,8 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
       counters().drop(DropReason::kMalformed);
     } else if (frame.len > max_frame_) {
       counters().drop(DropReason::kOversize);
+    } else if (!source_.admit(frame.src(), forwarder.table(), this)) {
+      counters().drop(DropReason::kSpoofedSource);
     } else {
       if (!forwarder.forward(*this, frame)) {
         // Destination full: the chain stays on the ring (back-pressure to

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "dataplane/frame_backlog.hpp"
+#include "dataplane/mac_policy.hpp"
 #include "dataplane/port.hpp"
+#include "dataplane/source_guard.hpp"
 #include "dataplane/tunables.hpp"
 #include "sys/unique_fd.hpp"
 #include "vhost/device.hpp"
@@ -35,16 +37,23 @@ class GuestPort final : public Port {
   struct Options {
     std::uint32_t mtu = 1500;
     PortTunables tunables;
+    MacPolicy mac_policy = MacPolicy::kFixed;
+    std::optional<net::MacAddress> mac;  // the configured MAC; none: learned
   };
 
-  GuestPort(std::uint32_t id, std::string name, net::MacAddress mac, std::uint32_t uplink,
-            Options options);
+  // `learner` (may be null: nothing is learned) is asked when the guest sends
+  // from a MAC the port may take; it must outlive the port.
+  GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, Options options,
+            MacLearner* learner = nullptr);
 
   // ---- commands (owning thread) ----
   void start_queue(vhost::QueueStart&& start);
   std::uint16_t stop_queue(std::uint32_t vring);
   void set_mtu(std::uint32_t mtu) noexcept;
   void set_tunables(const PortTunables& t) noexcept { tunables_ = t; }
+  // The answers to a learning request (see SourceGuard).
+  void mac_learned(const net::MacAddress& mac) noexcept;
+  void mac_refused(const net::MacAddress& mac) noexcept { source_.refused(mac); }
 
   // ---- status (any thread) ----
   QueueState queue_state(std::uint32_t vring) const noexcept {
@@ -100,6 +109,7 @@ class GuestPort final : public Port {
 
   Options options_;
   PortTunables tunables_;
+  SourceGuard source_;
   std::uint32_t max_frame_;
   std::atomic<std::uint64_t> features_{0};
   std::uint32_t header_size_ = 12;

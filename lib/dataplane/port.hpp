@@ -9,7 +9,6 @@
 
 #include "dataplane/counters.hpp"
 #include "dataplane/frame.hpp"
-#include "net/mac_address.hpp"
 
 namespace xdpvhost::dataplane {
 
@@ -38,9 +37,8 @@ class Port {
   // the uplink an uplink queue belongs to (kNoUplinkId if none).
   static constexpr std::uint32_t kNoUplinkId = 0xffffffff;
 
-  Port(std::uint32_t id, std::string name, PortKind kind, net::MacAddress mac,
-       std::uint32_t uplink = kNoUplinkId)
-      : id_(id), name_(std::move(name)), kind_(kind), mac_(mac), uplink_(uplink) {}
+  Port(std::uint32_t id, std::string name, PortKind kind, std::uint32_t uplink = kNoUplinkId)
+      : id_(id), name_(std::move(name)), kind_(kind), uplink_(uplink) {}
   virtual ~Port() = default;
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
@@ -48,7 +46,6 @@ class Port {
   std::uint32_t id() const noexcept { return id_; }
   const std::string& name() const noexcept { return name_; }
   PortKind kind() const noexcept { return kind_; }
-  const net::MacAddress& mac() const noexcept { return mac_; }
   std::uint32_t uplink() const noexcept { return uplink_; }
   PortCounters& counters() noexcept { return counters_; }
   const PortCounters& counters() const noexcept { return counters_; }
@@ -89,7 +86,6 @@ class Port {
   std::uint32_t id_;
   std::string name_;
   PortKind kind_;
-  net::MacAddress mac_;
   std::uint32_t uplink_;
   PortCounters counters_;
   bool wait_fds_changed_ = false;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -19,13 +20,14 @@ struct SwitchEntry {
   std::uint16_t thread = 0;
   PortKind kind = PortKind::kGuest;
   std::uint32_t uplink = Port::kNoUplinkId;  // guests: uplink they use; uplink queues: their uplink
+  std::optional<net::MacAddress> mac;        // a guest's MAC, once it has one
 };
 
 class SwitchTable {
  public:
   void add(const SwitchEntry& e) {
     entries_.push_back(e);
-    if (e.kind == PortKind::kGuest) by_mac_[e.port->mac().key()] = entries_.size() - 1;
+    if (e.kind == PortKind::kGuest && e.mac) by_mac_[e.mac->key()] = entries_.size() - 1;
     uplink_queues_.clear();  // recomputed by finish()
   }
   // Precomputes, for every uplink and thread, the queue to send through

@@ -25,7 +25,7 @@ constexpr std::uint32_t kTxBudget = 256;
 
 UplinkQueuePort::UplinkQueuePort(std::uint32_t id, std::string name, std::uint32_t uplink,
                                  Options options)
-    : Port(id, std::move(name), PortKind::kUplink, net::MacAddress{}, uplink), options_(options) {
+    : Port(id, std::move(name), PortKind::kUplink, uplink), options_(options) {
   flood_buffers_.resize(kFloodBatch * kFloodFrameBytes);
   flood_frames_.resize(kFloodBatch);
   status_.napi_busy_poll_requested.store(options_.tunables.napi_busy_poll);

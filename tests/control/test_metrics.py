@@ -102,7 +102,7 @@ class Metrics(unittest.TestCase):
         self.assertLess(abs(prom.value(families, "xdpvhost_start_time_seconds") - time.time()),
                         24 * 3600)
         self.assertEqual(prom.value(families, "xdpvhost_port_info", port="vm1", mac=MAC1,
-                                    mode="server", socket=self.socks[0]), 1)
+                                    mode="server", mac_source="config", mac_policy="fixed"), 1)
         for port in ("vm1", "vm2"):
             states = {l["state"]: v for n, l, v in families["xdpvhost_port_state"]["samples"]
                       if l["port"] == port}

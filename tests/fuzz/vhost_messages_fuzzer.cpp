@@ -112,10 +112,12 @@ struct World {
   World() {
     spdlog::set_level(spdlog::level::off);
     for (std::uint8_t i = 0; i < 2; ++i) {
+      const net::MacAddress m = mac(static_cast<std::uint8_t>(i + 1));
       ports[i] = std::make_unique<dataplane::GuestPort>(
-          dp.allocate_port_id(), "fuzz" + std::to_string(i), mac(static_cast<std::uint8_t>(i + 1)),
-          dataplane::Port::kNoUplinkId, dataplane::GuestPort::Options{});
-      dp.attach(*ports[i], 0);
+          dp.allocate_port_id(), std::string("fuzz").append(std::to_string(i)),
+          dataplane::Port::kNoUplinkId,
+          dataplane::GuestPort::Options{1500, {}, dataplane::MacPolicy::kFixed, m});
+      dp.attach(*ports[i], 0, m);
       backends[i] = std::make_unique<PortBackend>(dp.thread(0), *ports[i]);
     }
   }

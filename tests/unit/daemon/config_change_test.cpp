@@ -82,7 +82,7 @@ TEST(ConfigChange, PortAddRefusals) {
                  RpcErrorCode::kInvalidParams, "params.thread: 2 is not below threads.count 2");
   // A PortConfig built in code gets the same checks as parsed ones.
   PortConfig multicast = new_port();
-  multicast.mac.bytes[0] = 0x01;
+  multicast.mac->bytes[0] = 0x01;
   expect_refused(
       with_port_added(before, multicast), ConfigErrorKind::kInvalid, RpcErrorCode::kInvalidParams,
       "params.mac: 01:54:00:00:00:02 is a multicast address, a port needs a unicast MAC");

@@ -335,6 +335,7 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
                                  {"socket", "/s"},
                                  {"mode", "server"},
                                  {"mac", "52:54:00:00:00:ab"},
+                                 {"mac_policy", "fixed"},
                                  {"queues", 1},
                                  {"mtu", 1500}}));
   EXPECT_EQ(j["control"], (json{{"socket", "/run/xdpvhost/control.sock"}, {"mode", "0660"}}));

@@ -77,7 +77,9 @@ TEST(ProtoExamples, MethodParamsParseAsTyped) {
     auto port = parse_port(ex["params"]);
     ASSERT_TRUE(port.ok()) << port.error().message;
     EXPECT_EQ(port->name, ex["result"]["name"].get<std::string>());
-    EXPECT_EQ(port->mac.to_string(), ex["result"]["mac"].get<std::string>());
+    EXPECT_EQ(port->mac ? port->mac->to_string() : "", ex["result"].value("mac", ""));
+    EXPECT_STREQ(dataplane::to_string(port->mac_policy),
+                 ex["result"]["mac_policy"].get<std::string>().c_str());
     EXPECT_EQ(port->queue_pairs, ex["result"]["queue_pairs"].get<std::uint32_t>());
     EXPECT_EQ(resolve(Tunables{}, port->tunables).signal_batch,
               ex["result"]["tunables"]["signal_batch"].get<std::uint32_t>());

@@ -23,15 +23,17 @@ const std::uint8_t kUnknown[6] = {0x52, 0x54, 0, 0, 0, 0x99};
 
 struct Node {
   Node(std::uint32_t id, const std::uint8_t mac[6], std::uint64_t features, PortTunables t = {})
-      : guest(features),
-        port(id, std::string("p").append(std::to_string(id)), net::MacAddress::from(mac),
-             Port::kNoUplinkId, GuestPort::Options{1500, t}) {
+      : mac(net::MacAddress::from(mac)),
+        guest(features),
+        port(id, std::string("p").append(std::to_string(id)), Port::kNoUplinkId,
+             GuestPort::Options{1500, t, MacPolicy::kFixed, net::MacAddress::from(mac)}) {
     port.start_queue(guest.start(0));
     port.start_queue(guest.start(1));
   }
   std::uint64_t drops(DropReason r) const {
     return port.counters().drops[static_cast<std::size_t>(r)].get();
   }
+  net::MacAddress mac;
   NetTestGuest guest;
   GuestPort port;
 };
@@ -42,9 +44,9 @@ struct GuestPortTest : ::testing::Test {
     a = std::make_unique<Node>(1, kMacA, fa, ta);
     b = std::make_unique<Node>(2, kMacB, fb);
     auto table = std::make_shared<SwitchTable>();
-    table->add(SwitchEntry{&a->port, 1, 0, PortKind::kGuest, Port::kNoUplinkId});
-    table->add(SwitchEntry{&b->port, 2, 0, PortKind::kGuest, Port::kNoUplinkId});
-    if (c) table->add(SwitchEntry{&c->port, 3, 0, PortKind::kGuest, Port::kNoUplinkId});
+    table->add(SwitchEntry{&a->port, 1, 0, PortKind::kGuest, Port::kNoUplinkId, a->mac});
+    table->add(SwitchEntry{&b->port, 2, 0, PortKind::kGuest, Port::kNoUplinkId, b->mac});
+    if (c) table->add(SwitchEntry{&c->port, 3, 0, PortKind::kGuest, Port::kNoUplinkId, c->mac});
     forwarder.set_table(table);
   }
   unsigned round() {

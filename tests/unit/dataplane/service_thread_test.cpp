@@ -37,9 +37,9 @@ struct Attached {
   Attached(Dataplane& dp, std::uint16_t thread, const std::uint8_t mac[6])
       : dp(dp),
         thread(thread),
-        port(dp.allocate_port_id(), "p", net::MacAddress::from(mac), Port::kNoUplinkId,
-             GuestPort::Options{}) {
-    dp.attach(port, thread);
+        port(dp.allocate_port_id(), "p", Port::kNoUplinkId,
+             GuestPort::Options{1500, {}, MacPolicy::kFixed, net::MacAddress::from(mac)}) {
+    dp.attach(port, thread, net::MacAddress::from(mac));
     for (std::uint32_t v : {0u, 1u}) {
       auto start = guest.start(v);
       dp.thread(thread).call([&] {

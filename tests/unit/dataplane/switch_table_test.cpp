@@ -10,9 +10,9 @@ namespace {
 
 TEST(SwitchTable, GuestsAreFoundByMac) {
   const std::uint8_t mac[6] = {0x52, 0x54, 0, 0, 0, 1};
-  GuestPort g(1, "g", net::MacAddress::from(mac), Port::kNoUplinkId, GuestPort::Options{});
+  GuestPort g(1, "g", Port::kNoUplinkId, GuestPort::Options{});
   SwitchTable t;
-  t.add(SwitchEntry{&g, 1, 0, PortKind::kGuest, Port::kNoUplinkId});
+  t.add(SwitchEntry{&g, 1, 0, PortKind::kGuest, Port::kNoUplinkId, net::MacAddress::from(mac)});
   t.finish(1);
   ASSERT_NE(t.find_guest(net::MacAddress::from(mac)), nullptr);
   EXPECT_EQ(t.find_guest(net::MacAddress::from(mac))->port, &g);

@@ -1,0 +1,38 @@
+#pragma once
+// How a guest port gets its MAC address, and which source addresses its
+// guest may send from (port security):
+//   fixed      the configured MAC; frames from any other source are dropped
+//   learn      the first unicast source the guest sends becomes the port's
+//              MAC and is locked; any other source is dropped
+//   learn-move the MAC follows the guest when it sends from a new unicast
+//              source (the old one is given up)
+// A MAC another port owns is never taken over by learning.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace xdpvhost::dataplane {
+
+enum class MacPolicy : std::uint8_t { kFixed, kLearn, kLearnMove };
+
+// "fixed" / "learn" / "learn-move": the config file's spelling.
+constexpr const char* to_string(MacPolicy policy) noexcept {
+  switch (policy) {
+    case MacPolicy::kFixed:
+      return "fixed";
+    case MacPolicy::kLearn:
+      return "learn";
+    case MacPolicy::kLearnMove:
+      return "learn-move";
+  }
+  return "fixed";
+}
+constexpr std::optional<MacPolicy> parse_mac_policy(std::string_view text) noexcept {
+  if (text == "fixed") return MacPolicy::kFixed;
+  if (text == "learn") return MacPolicy::kLearn;
+  if (text == "learn-move") return MacPolicy::kLearnMove;
+  return std::nullopt;
+}
+
+}  // namespace xdpvhost::dataplane
