@@ -48,6 +48,7 @@ dataplane::PortTunableOverrides port_tunables_from_json(const json& j) {
   t.rx_burst = opt_u32(j, "rx_burst");
   t.tx_burst = opt_u32(j, "tx_burst");
   return t;
+  t.flood_rate = opt_u32(j, "flood_rate");
 }
 
 dataplane::UplinkTunableOverrides uplink_tunables_from_json(const json& j) {
@@ -68,6 +69,7 @@ Tunables tunables_from_json(const json& j) {
   t.napi_busy_poll = j.value("napi_busy_poll", t.napi_busy_poll);
   t.busy_poll_budget = opt_u32(j, "busy_poll_budget").value_or(t.busy_poll_budget);
   return t;
+  t.flood_rate = opt_u32(j, "flood_rate").value_or(t.flood_rate);
 }
 
 PortConfig port_from_json(const json& j) {

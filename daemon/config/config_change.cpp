@@ -54,6 +54,7 @@ ConfigResult<TunablesChange> parse_tunables_set(const json& params) {
     if (params.contains("napi_busy_poll"))
       c.values.napi_busy_poll = params["napi_busy_poll"].get<bool>();
     c.values.busy_poll_budget = u32("busy_poll_budget");
+    c.values.flood_rate = u32("flood_rate");
     return c;
   } catch (const std::exception& e) {
     return internal_error(e);
@@ -122,10 +123,12 @@ ConfigResult<Config> with_tunables_set(const Config& config, const TunablesChang
     if (change.port &&
         (v.busy_poll_us || v.tx_inflight_max || v.napi_busy_poll || v.busy_poll_budget)) {
       return ConfigError{ConfigErrorKind::kInvalid,
-                         "params: a port overrides only signal_batch, rx_burst and tx_burst",
+                         "params: a port overrides only signal_batch, rx_burst, tx_burst and "
+                         "flood_rate",
                          {}};
     }
-    if (change.uplink && (v.busy_poll_us || v.signal_batch || v.rx_burst || v.tx_burst)) {
+    if (change.uplink &&
+        (v.busy_poll_us || v.signal_batch || v.rx_burst || v.tx_burst || v.flood_rate)) {
       return ConfigError{
           ConfigErrorKind::kInvalid,
           "params: an uplink overrides only tx_inflight_max, napi_busy_poll and busy_poll_budget",
@@ -138,6 +141,7 @@ ConfigResult<Config> with_tunables_set(const Config& config, const TunablesChang
       if (v.signal_batch) it->tunables.signal_batch = v.signal_batch;
       if (v.rx_burst) it->tunables.rx_burst = v.rx_burst;
       if (v.tx_burst) it->tunables.tx_burst = v.tx_burst;
+      if (v.flood_rate) it->tunables.flood_rate = v.flood_rate;
     } else if (change.uplink) {
       auto it = std::find_if(next.uplinks.begin(), next.uplinks.end(),
                              [&](const UplinkConfig& u) { return u.name == *change.uplink; });
@@ -154,6 +158,7 @@ ConfigResult<Config> with_tunables_set(const Config& config, const TunablesChang
       t.tx_inflight_max = v.tx_inflight_max.value_or(t.tx_inflight_max);
       t.napi_busy_poll = v.napi_busy_poll.value_or(t.napi_busy_poll);
       t.busy_poll_budget = v.busy_poll_budget.value_or(t.busy_poll_budget);
+      t.flood_rate = v.flood_rate.value_or(t.flood_rate);
     }
     return checked(std::move(next));
   } catch (const std::exception& e) {

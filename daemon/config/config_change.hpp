@@ -26,6 +26,7 @@ struct TunablesPatch {
   std::optional<std::uint32_t> tx_inflight_max;
   std::optional<bool> napi_busy_poll;
   std::optional<std::uint32_t> busy_poll_budget;
+  std::optional<std::uint32_t> flood_rate;
   bool operator==(const TunablesPatch&) const = default;
 };
 

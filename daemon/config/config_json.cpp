@@ -15,7 +15,8 @@ json to_json(const Tunables& t) {
               {"tx_burst", t.tx_burst},
               {"tx_inflight_max", t.tx_inflight_max},
               {"napi_busy_poll", t.napi_busy_poll},
-              {"busy_poll_budget", t.busy_poll_budget}};
+              {"busy_poll_budget", t.busy_poll_budget},
+              {"flood_rate", t.flood_rate}};
 }
 
 json to_json(const dataplane::PortTunableOverrides& t) {
@@ -23,6 +24,7 @@ json to_json(const dataplane::PortTunableOverrides& t) {
   if (t.signal_batch) j["signal_batch"] = *t.signal_batch;
   if (t.rx_burst) j["rx_burst"] = *t.rx_burst;
   if (t.tx_burst) j["tx_burst"] = *t.tx_burst;
+  if (t.flood_rate) j["flood_rate"] = *t.flood_rate;
   return j;
 }
 

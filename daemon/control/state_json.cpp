@@ -13,7 +13,7 @@ using dataplane::GuestPort;
 using nlohmann::json;
 
 std::string port_state(const controller::GuestPortController& c) {
-  if (c.port().broken()) return "broken";
+  if (c.port().broken() || c.stalled()) return "broken";
   if (c.endpoint().state() != vhost::SocketEndpoint::State::kConnected) return "waiting";
   for (std::uint32_t i = 0; i < c.device().vring_count(); ++i)
     if (c.device().vrings()[i].running) return "running";
@@ -64,33 +64,19 @@ json port_detail(const PortConfig& config, const Tunables& effective,
   j["protocol_features"] = fmt::format("0x{:x}", c.device().acked_protocol_features());
   j["tunables"] = json{{"signal_batch", effective.signal_batch},
                        {"rx_burst", effective.rx_burst},
-                       {"tx_burst", effective.tx_burst}};
+                       {"tx_burst", effective.tx_burst},
+                       {"flood_rate", effective.flood_rate}};
   return j;
 }
 
 json thread_status(const dataplane::ServiceThread& t, const std::vector<std::string>& ports,
                    const std::vector<std::string>& uplinks) {
-  using S = dataplane::ServiceThread::State;
-  const char* state = "busy";
-  switch (t.state()) {
-    case S::kPolling:
-      state = "polling";
-      break;
-    case S::kSleeping:
-    case S::kStopped:
-      state = "sleeping";
-      break;
-    case S::kStarting:
-    case S::kBusy:
-      state = "busy";
-      break;
-  }
   return json{{"index", t.index()},
               {"cpu", t.cpu() ? json(*t.cpu()) : json(nullptr)},
               {"ports", ports},
               {"uplinks", uplinks},
               {"busy_poll_us", t.busy_poll_us()},
-              {"state", state}};
+              {"state", t.reported_state()}};
 }
 
 namespace {

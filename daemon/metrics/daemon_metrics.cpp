@@ -32,21 +32,6 @@ std::vector<PortView> ports_of(const Daemon& daemon) {
   return views;
 }
 
-const char* thread_state(dataplane::ServiceThread::State s) {
-  using S = dataplane::ServiceThread::State;
-  switch (s) {
-    case S::kPolling:
-      return "polling";
-    case S::kSleeping:
-    case S::kStopped:
-      return "sleeping";
-    case S::kStarting:
-    case S::kBusy:
-      return "busy";
-  }
-  return "busy";
-}
-
 // Every port series is labelled with the port and who it serves (namespace,
 // vm, claim; "" when not known, which Prometheus treats as absent).
 std::vector<Label> owner_labels(const PortView& p) {
@@ -157,10 +142,11 @@ void add_thread_families(Families& out, Daemon& daemon) {
     auto f = make_family(
         "xdpvhost_thread_state", MetricType::Gauge,
         "State of a service thread, 1 for the current one: busy (the last burst found work), "
-        "polling (busy polling), sleeping (waiting in epoll).");
+        "polling (busy polling), sleeping (waiting in epoll), stalled (a control command did not "
+        "run within 5 s; its ports are failed).");
     for (std::uint16_t t = 0; t < n; ++t) {
-      const std::string state = thread_state(dp.thread(t).state());
-      for (const char* s : {"busy", "polling", "sleeping"})
+      const std::string state = dp.thread(t).reported_state();
+      for (const char* s : dataplane::ServiceThread::kReportedStates)
         add_sample(f, {{"thread", index[t]}, {"state", s}}, is(state, s));
     }
     out.push_back(std::move(f));

@@ -10,6 +10,9 @@ Health check_health(Daemon& daemon) {
   for (std::uint16_t t = 0; t < dp.thread_count(); ++t)
     if (dp.thread(t).state() == dataplane::ServiceThread::State::kStopped)
       h.problems.push_back("service thread " + std::to_string(t) + " is stopped");
+    else if (dp.thread(t).stalled())
+      h.problems.push_back("service thread " + std::to_string(t) +
+                           " is stalled (a command did not run in time)");
   for (const auto& p : daemon.config().ports) {
     const auto* c = daemon.find_port(p.name);
     if (c == nullptr) {

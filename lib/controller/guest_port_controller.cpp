@@ -39,6 +39,12 @@ GuestPortController::~GuestPortController() {
   endpoint_->stop();  // the device forgets the session: every ring stops
   device_.disconnect();
   if (attached_) dataplane_.detach(*port_);
+  if (stalled()) {
+    // The stalled thread may still hold the port: it is left to it, not freed.
+    spdlog::error("port {}: its service thread is stalled; the port's memory is left to it",
+                  config_.name);
+    (void)port_.release();
+  }
 }
 
 bool GuestPortController::start(std::string& error) {
@@ -63,19 +69,19 @@ void GuestPortController::set_tunables(const PortTunables& t) {
 
 void GuestPortController::start_queue(vhost::QueueStart start) {
   GuestPort* port = port_.get();
-  ServiceThread& thread = dataplane_.thread(thread_);
-  thread.call([&] {
+  ServiceThread* thread = &dataplane_.thread(thread_);
+  thread->call([thread, port, start = std::move(start)]() mutable {
     port->start_queue(std::move(start));
-    thread.wait_fds_changed();
+    thread->wait_fds_changed();
   });
 }
 
 std::uint16_t GuestPortController::stop_queue(std::uint32_t vring) {
   GuestPort* port = port_.get();
-  ServiceThread& thread = dataplane_.thread(thread_);
-  return thread.call([&] {
+  ServiceThread* thread = &dataplane_.thread(thread_);
+  return thread->call([thread, port, vring] {
     const std::uint16_t base = port->stop_queue(vring);
-    thread.wait_fds_changed();
+    thread->wait_fds_changed();
     return base;
   });
 }

@@ -56,6 +56,8 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   const vhost::Device& device() const noexcept { return device_; }
   const vhost::SocketEndpoint& endpoint() const noexcept { return *endpoint_; }
   std::uint16_t thread() const noexcept { return thread_; }
+  // The port's service thread is stalled: the port is failed for good.
+  bool stalled() const noexcept { return dataplane_.thread(thread_).stalled(); }
   // The MAC the switch reaches the port at (configured or learned), if any.
   const std::optional<net::MacAddress>& mac() const noexcept { return mac_; }
   MacSource mac_source() const noexcept { return mac_source_; }

@@ -48,6 +48,8 @@ UplinkController::~UplinkController() {
   teardown();
   if (attached_)
     for (auto& port : ports_) dataplane_.detach(*port);
+  for (std::size_t i = 0; i < ports_.size(); ++i)
+    if (dataplane_.thread(threads_[i]).stalled()) (void)ports_[i].release();  // left to it
 }
 
 std::uint32_t UplinkController::max_frame() const {
@@ -114,7 +116,8 @@ bool UplinkController::setup(std::string& error) {
     spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
   UplinkQueuePort* first = ports_.front().get();
   ServiceThread& thread = dataplane_.thread(threads_.front());
-  thread.call([&] { first->set_flood_socket(std::move(flood)); });
+  thread.call(
+      [first, flood = std::move(flood)]() mutable { first->set_flood_socket(std::move(flood)); });
   std::string bind_error;
   if (!bind_queues(bind_error)) spdlog::warn("uplink {}: {}", config_.name, bind_error);
   return true;
@@ -124,7 +127,7 @@ void UplinkController::teardown() {
   unbind_queues();
   if (!ports_.empty() && attached_) {
     UplinkQueuePort* first = ports_.front().get();
-    dataplane_.thread(threads_.front()).call([&] { first->set_flood_socket(nullptr); });
+    dataplane_.thread(threads_.front()).call([first] { first->set_flood_socket(nullptr); });
   }
   filter_.reset();  // removes the unicast entries / promiscuous membership
   if (program_) {
@@ -168,10 +171,10 @@ bool UplinkController::bind_queues(std::string& error) {
     }
     spdlog::info("uplink {}: queue {} bound: {}", config_.name, port->queue(),
                  socket->bind_report());
-    ServiceThread& thread = dataplane_.thread(threads_[i]);
-    thread.call([&] {
+    ServiceThread* thread = &dataplane_.thread(threads_[i]);
+    thread->call([thread, port, umem = std::move(umem), socket = std::move(socket)]() mutable {
       port->bind(std::move(umem), std::move(socket));
-      thread.wait_fds_changed();
+      thread->wait_fds_changed();
     });
   }
   return ok;
@@ -182,10 +185,10 @@ void UplinkController::unbind_queues() {
     UplinkQueuePort* port = ports_[i].get();
     if (program_) program_->unregister_socket(port->queue());
     if (!attached_) continue;
-    ServiceThread& thread = dataplane_.thread(threads_[i]);
-    thread.call([&] {
+    ServiceThread* thread = &dataplane_.thread(threads_[i]);
+    thread->call([thread, port] {
       port->unbind();
-      thread.wait_fds_changed();
+      thread->wait_fds_changed();
     });
   }
 }
@@ -194,7 +197,7 @@ void UplinkController::set_link_up(bool up) {
   link_ = up ? LinkState::kUp : LinkState::kDown;
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
-    dataplane_.thread(threads_[i]).call([&] { port->set_link_up(up); });
+    dataplane_.thread(threads_[i]).call([port, up] { port->set_link_up(up); });
   }
 }
 
@@ -224,7 +227,7 @@ void UplinkController::on_link_events() {
       link_ = LinkState::kAbsent;
       for (std::size_t i = 0; i < ports_.size(); ++i) {
         UplinkQueuePort* port = ports_[i].get();
-        dataplane_.thread(threads_[i]).call([&] { port->set_link_up(false); });
+        dataplane_.thread(threads_[i]).call([port] { port->set_link_up(false); });
       }
       continue;
     }
@@ -288,7 +291,7 @@ void UplinkController::apply_max_frame() {
   if (program_) program_->set_max_frame_len(frame);
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
-    dataplane_.thread(threads_[i]).call([&] { port->set_max_frame(frame); });
+    dataplane_.thread(threads_[i]).call([port, frame] { port->set_max_frame(frame); });
   }
 }
 
@@ -319,7 +322,7 @@ void UplinkController::set_tunables(const Tunables& t) {
   tunables_ = t;
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
-    dataplane_.thread(threads_[i]).call([&] { port->set_tunables(t); });
+    dataplane_.thread(threads_[i]).call([port, t] { port->set_tunables(t); });
   }
 }
 

@@ -31,7 +31,9 @@ std::uint16_t Dataplane::least_loaded_thread() const {
 
 void Dataplane::attach(Port& port, std::uint16_t thread, std::optional<net::MacAddress> mac) {
   if (thread >= threads_.size()) throw std::out_of_range("service thread index");
-  threads_[thread]->call([&] { threads_[thread]->attach_port(&port); });
+  ServiceThread* t = threads_[thread].get();
+  Port* p = &port;
+  t->call([t, p] { t->attach_port(p); });
   entries_.push_back(SwitchEntry{&port, port.id(), thread, port.kind(), port.uplink(), mac});
   publish_table();
 }
@@ -55,7 +57,9 @@ void Dataplane::detach(Port& port) {
   const std::uint16_t thread = it->thread;
   entries_.erase(it);
   publish_table();
-  threads_[thread]->call([&] { threads_[thread]->detach_port(&port); });
+  ServiceThread* t = threads_[thread].get();
+  Port* p = &port;
+  t->call([t, p] { t->detach_port(p); });
 }
 
 std::uint16_t Dataplane::thread_of(const Port& port) const {

@@ -21,6 +21,7 @@ enum class DropReason : std::uint8_t {
   kUplinkDown,          // the uplink interface is down or gone
   kUplinkTxFull,        // no room on the AF_XDP TX ring (flooded frames only; unicast waits)
   kSpoofedSource,       // a guest sent from a source MAC its port may not use (port security)
+  kFloodLimited,        // broadcast/multicast beyond the port's flood_rate
   kCount
 };
 
@@ -54,6 +55,8 @@ constexpr const char* to_string(DropReason r) {
       return "uplink_tx_full";
     case DropReason::kSpoofedSource:
       return "spoofed_source";
+    case DropReason::kFloodLimited:
+      return "flood_limited";
     case DropReason::kCount:
       break;
   }

@@ -104,6 +104,7 @@ GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, O
                std::max(net::max_frame_for_mtu(options.mtu), net::max_frame_for_mtu(1500))) {
   tx_spans_.reserve(64);
   rx_chains_.resize(4);
+  flood_.set_rate(tunables_.flood_rate);
 }
 
 bool GuestPort::broken() const noexcept {
@@ -149,16 +150,16 @@ void GuestPort::mac_learned(const net::MacAddress& mac) noexcept {
 }
 
 void GuestPort::set_mtu(std::uint32_t mtu) noexcept {
-  // Held frames are sized by the configured MTU: a bigger MTU told later by
-  // the frontend is honoured, but such frames are not held for a guest
-  // without buffers (they count as no_rx_buffer).
-  max_frame_ = net::max_frame_for_mtu(mtu);
+  // The frontend may lower the MTU (NET_SET_MTU), never raise it above the
+  // configured one: the uplink's frame room and the backlog are sized by it.
+  max_frame_ = net::max_frame_for_mtu(std::min(mtu, options_.mtu));
 }
 
 void GuestPort::forget_backlog() {
   if (const std::uint32_t n = backlog_.clear(); n != 0)
     counters().drop(DropReason::kPortNotReady, n);
   held_.store(0, std::memory_order_relaxed);
+  blocked_rx_ = nullptr;
 }
 
 std::uint16_t GuestPort::stop_queue(std::uint32_t vring) {
@@ -206,7 +207,13 @@ void GuestPort::report_broken(Queue& q, std::uint32_t vring) {
 // ---- guest TX -----------------------------------------------------------------
 
 unsigned GuestPort::poll(Forwarder& forwarder) {
-  unsigned total = backlog_.empty() ? 0 : drain_backlog();
+  // Held frames are tried again only when the guest may have posted buffers
+  // (the receive queue's avail index moved), not every round: a guest that
+  // posts too little for them would otherwise cost a ring walk per round.
+  unsigned total = 0;
+  if (!backlog_.empty() && (blocked_rx_ == nullptr || !blocked_rx_->ring.attached() ||
+                            blocked_rx_->ring.driver_avail_idx() != blocked_avail_))
+    total = drain_backlog();
   for (std::uint32_t v = 1; v < kMaxVrings; v += 2) {
     Queue& q = queues_[v];
     if (q.running && q.ring.usable()) total += poll_tx(q, v, forwarder);
@@ -216,18 +223,27 @@ unsigned GuestPort::poll(Forwarder& forwarder) {
 
 unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder) {
   unsigned n = 0;
-  while (n < tunables_.tx_burst) {
-    if (!q.ring.pop(tx_chain_, Direction::kDeviceReads)) {
+  // Bounded cost per round: tx_burst chains, and at most kDescriptorsPerRound
+  // descriptors walked, so a guest of long chains cannot hold up the others
+  // on this thread.
+  std::uint32_t walked = 0;
+  while (n < tunables_.tx_burst && walked < kDescriptorsPerRound) {
+    if (!q.ring.pop(tx_chain_, Direction::kDeviceReads, header_size_ + max_frame_)) {
       if (q.ring.broken()) report_broken(q, vring);
       break;
     }
+    walked += tx_chain_.descriptors;
     Frame frame;
-    if (!frame_from_chain(tx_chain_, frame)) {
+    if (tx_chain_.truncated) {
+      counters().drop(DropReason::kOversize);  // longer than any frame it may send
+    } else if (!frame_from_chain(tx_chain_, frame)) {
       counters().drop(DropReason::kMalformed);
     } else if (frame.len > max_frame_) {
       counters().drop(DropReason::kOversize);
     } else if (!source_.admit(frame.src(), forwarder.table(), this)) {
       counters().drop(DropReason::kSpoofedSource);
+    } else if (frame.is_multicast() && !flood_.allow()) {
+      counters().drop(DropReason::kFloodLimited);
     } else {
       if (!forwarder.forward(*this, frame)) {
         // Destination full: the chain stays on the ring (back-pressure to
@@ -325,6 +341,7 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
   unsigned n = 0;
   std::uint32_t room = 0;
   while (room < need) {
+    if (n == kMaxBuffersPerFrame) break;  // buffers this small: counted as too small below
     if (n == rx_chains_.size()) rx_chains_.emplace_back();
     if (!q->ring.pop(rx_chains_[n], Direction::kDeviceWrites)) {
       q->ring.unpop(static_cast<std::uint16_t>(n));
@@ -333,6 +350,8 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
         counters().drop(DropReason::kQueueBroken);
         return Delivery::kDone;
       }
+      blocked_rx_ = q;
+      blocked_avail_ = q->ring.driver_avail_idx();
       return Delivery::kNoBuffer;
     }
     room += rx_chains_[n].writable_bytes;

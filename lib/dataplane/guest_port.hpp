@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/flood_limiter.hpp"
 #include "dataplane/frame_backlog.hpp"
 #include "dataplane/mac_policy.hpp"
 #include "dataplane/port.hpp"
@@ -50,7 +51,10 @@ class GuestPort final : public Port {
   void start_queue(vhost::QueueStart&& start);
   std::uint16_t stop_queue(std::uint32_t vring);
   void set_mtu(std::uint32_t mtu) noexcept;
-  void set_tunables(const PortTunables& t) noexcept { tunables_ = t; }
+  void set_tunables(const PortTunables& t) noexcept {
+    tunables_ = t;
+    flood_.set_rate(t.flood_rate);
+  }
   // The answers to a learning request (see SourceGuard).
   void mac_learned(const net::MacAddress& mac) noexcept;
   void mac_refused(const net::MacAddress& mac) noexcept { source_.refused(mac); }
@@ -69,6 +73,11 @@ class GuestPort final : public Port {
 
   // Frames a port holds at most while its guest has no receive buffer.
   static constexpr std::uint32_t kBacklogFrames = 256;
+  // Descriptors a port walks at most per round on its transmit queues.
+  static constexpr std::uint32_t kDescriptorsPerRound = 1024;
+  // Receive buffers (MRG_RXBUF) one frame may take at most: enough for a
+  // 64 KiB frame in 1500-byte buffers; fewer, larger ones are what guests post.
+  static constexpr unsigned kMaxBuffersPerFrame = 64;
 
   // ---- Port ----
   unsigned poll(Forwarder& forwarder) override;
@@ -110,6 +119,7 @@ class GuestPort final : public Port {
   Options options_;
   PortTunables tunables_;
   SourceGuard source_;
+  FloodLimiter flood_;
   std::uint32_t max_frame_;
   std::atomic<std::uint64_t> features_{0};
   std::uint32_t header_size_ = 12;
@@ -121,6 +131,10 @@ class GuestPort final : public Port {
   std::vector<std::uint32_t> rx_vrings_;  // running guest RX vrings
   FrameBacklog backlog_;
   std::atomic<std::uint32_t> held_{0};
+  // Where the backlog waits: the receive queue that had no buffer, and its
+  // avail index then (drained again only once it moves).
+  Queue* blocked_rx_ = nullptr;
+  std::uint16_t blocked_avail_ = 0;
 
   // Scratch reused for every frame (no allocation after warm-up).
   virtio::DescriptorChain tx_chain_;

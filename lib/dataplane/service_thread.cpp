@@ -90,6 +90,14 @@ Port* ServiceThread::local_port(std::uint32_t id) const noexcept {
   return nullptr;
 }
 
+void ServiceThread::declare_stalled() {
+  if (stalled_.exchange(true)) return;
+  spdlog::critical(
+      "service thread {}: a control command did not run within {} ms; the thread is declared "
+      "stalled, its ports fail and are not touched again",
+      index_, kCallDeadline.count());
+}
+
 void ServiceThread::ring_doorbell() noexcept {
   // Pairs with the fence in sleep(): either we see the consumer asleep and
   // ring, or it sees our frames before it sleeps.

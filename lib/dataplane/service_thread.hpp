@@ -14,7 +14,9 @@
 //
 // The control side reaches it only through post()/call().
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -59,22 +61,60 @@ class ServiceThread {
   // ---- control side ----
   void post(CommandQueue::Command command) { commands_.post(std::move(command)); }
 
-  // Runs `fn` on the service thread between bursts and returns its result.
+  // How long the control side waits for a command. A thread that has not
+  // run one by then is declared stalled: reported (status, /healthz), its
+  // ports failed, and every later call returns at once. Nothing the peers
+  // control can stall a thread (eventfds only, non-blocking; guest memory
+  // guarded against SIGBUS), so this is the last line, not the plan.
+  static constexpr std::chrono::milliseconds kCallDeadline{5000};
+
+  // Runs `fn` on the service thread between bursts and returns its result,
+  // or R{} if the thread is (or becomes) stalled. `fn` owns what it uses
+  // (captures by value: it may run after the caller gave up waiting).
   template <class Fn>
-  auto call(Fn&& fn) -> std::invoke_result_t<Fn> {
-    using R = std::invoke_result_t<Fn>;
+  auto call(Fn fn) -> std::invoke_result_t<Fn&> {
+    using R = std::invoke_result_t<Fn&>;
     if (!running_.load() || std::this_thread::get_id() == thread_.get_id()) return fn();
-    std::promise<R> done;
-    auto future = done.get_future();
-    post([&] {
+    if (stalled()) return R();
+    struct Task {
+      explicit Task(Fn f) : fn(std::move(f)) {}
+      Fn fn;
+      std::promise<R> done;
+    };
+    auto task = std::make_shared<Task>(std::move(fn));
+    auto future = task->done.get_future();
+    post([task] {
       if constexpr (std::is_void_v<R>) {
-        fn();
-        done.set_value();
+        task->fn();
+        task->done.set_value();
       } else {
-        done.set_value(fn());
+        task->done.set_value(task->fn());
       }
     });
-    return future.get();
+    if (future.wait_for(kCallDeadline) == std::future_status::ready) return future.get();
+    declare_stalled();
+    return R();
+  }
+  bool stalled() const noexcept { return stalled_.load(std::memory_order_relaxed); }
+
+  // What status and the metrics call the thread's state: busy (the last
+  // burst found work), polling (busy polling), sleeping (in epoll), stalled
+  // (a command did not run within kCallDeadline).
+  static constexpr std::array<const char*, 4> kReportedStates{"busy", "polling", "sleeping",
+                                                              "stalled"};
+  const char* reported_state() const noexcept {
+    if (stalled()) return "stalled";
+    switch (state()) {
+      case State::kPolling:
+        return "polling";
+      case State::kSleeping:
+      case State::kStopped:
+        return "sleeping";
+      case State::kStarting:
+      case State::kBusy:
+        break;
+    }
+    return "busy";
   }
 
   // ---- on the service thread (inside commands) ----
@@ -95,6 +135,7 @@ class ServiceThread {
 
  private:
   void run();
+  void declare_stalled();
   unsigned poll_round();
   unsigned drain_inboxes();
   void sleep();
@@ -112,6 +153,7 @@ class ServiceThread {
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stalled_{false};
   std::thread thread_;
 
   std::vector<Port*> ports_;

@@ -17,6 +17,7 @@ struct Tunables {
   std::uint32_t tx_inflight_max = 1024;  // frames between AF_XDP TX and completion (003)
   bool napi_busy_poll = false;           // drive the NIC's NAPI from the service thread (002)
   std::uint32_t busy_poll_budget = 64;   // SO_BUSY_POLL_BUDGET
+  std::uint32_t flood_rate = 10000;  // broadcast/multicast frames per second a guest sends; 0: any
   bool operator==(const Tunables&) const = default;
 };
 
@@ -26,7 +27,8 @@ struct PortTunableOverrides {
   std::optional<std::uint32_t> signal_batch;
   std::optional<std::uint32_t> rx_burst;
   std::optional<std::uint32_t> tx_burst;
-  bool empty() const noexcept { return !signal_batch && !rx_burst && !tx_burst; }
+  std::optional<std::uint32_t> flood_rate;
+  bool empty() const noexcept { return !signal_batch && !rx_burst && !tx_burst && !flood_rate; }
   bool operator==(const PortTunableOverrides&) const = default;
 };
 
@@ -45,6 +47,7 @@ constexpr Tunables resolve(const Tunables& global, const PortTunableOverrides& o
   t.signal_batch = o.signal_batch.value_or(t.signal_batch);
   t.rx_burst = o.rx_burst.value_or(t.rx_burst);
   t.tx_burst = o.tx_burst.value_or(t.tx_burst);
+  t.flood_rate = o.flood_rate.value_or(t.flood_rate);
   return t;
 }
 constexpr Tunables resolve(const Tunables& global, const UplinkTunableOverrides& o) noexcept {
@@ -60,9 +63,10 @@ struct PortTunables {
   std::uint32_t signal_batch = Tunables{}.signal_batch;
   std::uint32_t rx_burst = Tunables{}.rx_burst;
   std::uint32_t tx_burst = Tunables{}.tx_burst;
+  std::uint32_t flood_rate = Tunables{}.flood_rate;
 
   static PortTunables of(const Tunables& t) noexcept {
-    return PortTunables{t.signal_batch, t.rx_burst, t.tx_burst};
+    return PortTunables{t.signal_batch, t.rx_burst, t.tx_burst, t.flood_rate};
   }
 };
 

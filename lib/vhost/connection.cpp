@@ -37,10 +37,6 @@ Connection::ReadStatus Connection::read(Message& out, std::string& error) {
         out.fds = std::move(fds_);
         fds_.clear();
         have_ = 0;
-        if (out.fds.size() > static_cast<std::size_t>(kMaxFdsPerMessage)) {
-          error = "message with " + std::to_string(out.fds.size()) + " fds";
-          return ReadStatus::kError;
-        }
         return ReadStatus::kMessage;
       }
     }
@@ -59,17 +55,26 @@ Connection::ReadStatus Connection::read(Message& out, std::string& error) {
       error = std::string("recvmsg: ") + std::strerror(errno);
       return ReadStatus::kError;
     }
+    // Every fd received is owned at once and counted against the message as
+    // it arrives: a frontend that spreads fds over one-byte pieces of a
+    // message cannot pile up more than one message may carry.
+    bool too_many = (msg.msg_flags & MSG_CTRUNC) != 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
       const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
       for (std::size_t i = 0; i < count; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-        fds_.emplace_back(fd);
+        int raw;
+        std::memcpy(&raw, CMSG_DATA(c) + i * sizeof(int), sizeof raw);
+        sys::UniqueFd fd(raw);  // closed here if it is one too many
+        if (fds_.size() < static_cast<std::size_t>(kMaxFdsPerMessage))
+          fds_.push_back(std::move(fd));
+        else
+          too_many = true;
       }
     }
-    if (msg.msg_flags & MSG_CTRUNC) {
-      error = "too many fds passed with a message";
+    if (too_many) {
+      error = "more than " + std::to_string(kMaxFdsPerMessage) + " fds passed with a message";
+      fds_.clear();
       return ReadStatus::kError;
     }
     if (n == 0) return ReadStatus::kClosed;

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "sys/fd_kind.hpp"
+
 namespace xdpvhost::vhost {
 namespace {
 
@@ -122,6 +124,16 @@ std::string check_message(const MessageSpec& spec, const Message& m) {
   if (m.fds.size() != want_fds)
     return std::string(spec.name) + ": came with " + std::to_string(m.fds.size()) +
            " fds, expected " + std::to_string(want_fds);
+  // A kick, call or err fd is read and written by a service thread: anything
+  // but an eventfd (a pipe, a socket, a FIFO) could block it, and every port
+  // it serves with it. Non-blocking, a peer that fills the counter costs
+  // it one failed write.
+  if (spec.fds == F::kOneUnlessNoFd && want_fds == 1) {
+    if (!sys::is_eventfd(m.fds[0].get()))
+      return std::string(spec.name) + ": the fd is not an eventfd";
+    if (!sys::set_nonblocking(m.fds[0].get()))
+      return std::string(spec.name) + ": cannot make the eventfd non-blocking";
+  }
   return {};
 }
 

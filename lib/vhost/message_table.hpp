@@ -21,7 +21,8 @@ enum class PayloadRule : std::uint8_t {
 enum class FdRule : std::uint8_t {
   kNone,           // fds that come along are closed
   kOne,            // exactly one
-  kOneUnlessNoFd,  // one, unless bit 8 of the u64 payload is set (kick/call/err)
+  kOneUnlessNoFd,  // one eventfd, unless bit 8 of the u64 payload is set (kick/call/err);
+                   // it is made non-blocking, so no write or read of ours can block
   kOnePerRegion,   // nregions (SET_MEM_TABLE)
 };
 

@@ -143,7 +143,17 @@ void SocketEndpoint::wait_readable() {
 
 void SocketEndpoint::on_readable() {
   Message message;
-  for (;;) {
+  // A frontend streaming messages gets kMessagesPerTurn of them, then the
+  // io_context serves everyone else (other frontends, the control socket,
+  // metrics) before this connection is read again.
+  for (unsigned handled = 0;; ++handled) {
+    if (handled == kMessagesPerTurn) {
+      boost::asio::post(io_, [this, alive = std::weak_ptr<int>(alive_), turn = connections_] {
+        // The same connection still (not closed, nor replaced meanwhile).
+        if (!alive.expired() && connection_ && turn == connections_) on_readable();
+      });
+      return;
+    }
     std::string error;
     const auto status = connection_->read(message, error);
     if (status == Connection::ReadStatus::kWouldBlock) break;
@@ -167,6 +177,7 @@ void SocketEndpoint::on_readable() {
       close_connection(error);
       return;
     }
+  ++connections_;
     if (outcome.disconnect) {
       close_connection(outcome.error);
       return;

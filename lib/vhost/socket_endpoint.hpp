@@ -44,6 +44,9 @@ class SocketEndpoint {
 
   using StateCallback = std::function<void(State)>;
 
+  // Messages handled per readiness event before others get their turn.
+  static constexpr unsigned kMessagesPerTurn = 16;
+
   SocketEndpoint(boost::asio::io_context& io, Options options, Device& device,
                  StateCallback on_state = {});
   ~SocketEndpoint();
@@ -84,6 +87,7 @@ class SocketEndpoint {
   std::unique_ptr<Connection> connection_;
   std::optional<boost::asio::posix::stream_descriptor> connection_wait_;
   boost::asio::steady_timer reconnect_timer_;
+  std::uint64_t connections_ = 0;  // connections accepted so far: which one a continuation is for
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // handlers hold a weak_ptr
   bool stopping_ = false;
 };

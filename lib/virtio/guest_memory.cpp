@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace xdpvhost::virtio {
@@ -20,6 +22,40 @@ bool inside(std::uint64_t addr, std::uint64_t len, std::uint64_t base, std::uint
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t align) {
   return (v + align - 1) / align * align;
+}
+
+constexpr unsigned long kTmpfsMagic = 0x01021994;      // TMPFS_MAGIC: tmpfs, memfds
+constexpr unsigned long kHugetlbfsMagic = 0x958458f6;  // HUGETLBFS_MAGIC
+
+// Whether a region's fd may be mapped, and whether it needs the SIGBUS guard
+// (its file can still shrink).
+bool mappable(int fd, const struct stat& st, const std::string& where, bool& guarded,
+              std::string& error) {
+  if (!S_ISREG(st.st_mode)) {
+    error = where + ": the fd is not a memfd or a file (mode " + std::to_string(st.st_mode) + ")";
+    return false;
+  }
+  // Sealed against shrinking: it can never be cut short. QEMU's memfd
+  // backend seals its memfds itself; one that allows sealing we seal now.
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  guarded = seals < 0 || (seals & F_SEAL_SHRINK) == 0;
+  if (!guarded) return true;
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) {
+    error = where + ": fstatfs failed: " + std::strerror(errno);
+    return false;
+  }
+  const auto type = static_cast<unsigned long>(fs.f_type);
+  if (type != kTmpfsMagic && type != kHugetlbfsMagic) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%lx", type);
+    error = where + ": a file on a filesystem (f_type " + hex +
+            ") the frontend could truncate under the mapping; guest memory must be a memfd, a "
+            "tmpfs or a hugetlbfs file";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -52,17 +88,15 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
       return nullptr;
     }
     // Touching a mapping past the end of its file raises SIGBUS: a region the
-    // fd does not back entirely is refused. Where the frontend allows it, the
-    // fd is also sealed against shrinking (QEMU's memfd backend seals it
-    // itself), so it cannot be cut short later either.
-    if (S_ISREG(st.st_mode)) {
-      if (static_cast<std::uint64_t>(st.st_size) < s.mmap_offset + s.size) {
-        error = "region " + std::to_string(i) + ": ends at byte " +
-                std::to_string(s.mmap_offset + s.size) + " of an fd of " +
-                std::to_string(st.st_size) + " bytes";
-        return nullptr;
-      }
-      ::fcntl(s.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK);
+    // fd does not back entirely is refused, and so is a file that could be
+    // cut short later without the guard knowing it.
+    const std::string where = "region " + std::to_string(i);
+    bool guarded = false;
+    if (!mappable(s.fd.get(), st, where, guarded, error)) return nullptr;
+    if (static_cast<std::uint64_t>(st.st_size) < s.mmap_offset + s.size) {
+      error = where + ": ends at byte " + std::to_string(s.mmap_offset + s.size) + " of an fd of " +
+              std::to_string(st.st_size) + " bytes";
+      return nullptr;
     }
     // hugetlbfs needs lengths aligned to its page size; st_blksize says which.
     std::uint64_t align = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -76,8 +110,16 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
     }
     sys::MemoryMapping mapping(addr, length);
     auto* host = mapping.data() + s.mmap_offset;
+    GuardedRange guard;
+    if (guarded) {
+      guard = GuardedRange::add(mapping.data(), mapping.size(), &mem->truncated_, error);
+      if (!guard.valid()) {
+        error = where + ": " + error;
+        return nullptr;
+      }
+    }
     mem->regions_.push_back(
-        Region{s.guest_phys_addr, s.size, s.user_addr, host, std::move(mapping)});
+        Region{s.guest_phys_addr, s.size, s.user_addr, host, std::move(mapping), std::move(guard)});
     // The fd is closed when `specs` goes: the mapping keeps the memory alive.
   }
   return mem;

@@ -4,6 +4,7 @@
 // bounds-checked translations here; nothing outside a mapped region is ever
 // returned.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "sys/memory_mapping.hpp"
 #include "sys/unique_fd.hpp"
+#include "virtio/sigbus_guard.hpp"
 
 namespace xdpvhost::virtio {
 
@@ -37,9 +39,20 @@ class GuestMemory {
     std::uint64_t user_addr;
     std::uint8_t* host;  // start of the region in this process
     sys::MemoryMapping mapping;
+    // Set for a file the frontend could still shrink; removed before the
+    // mapping goes (members are destroyed in reverse order).
+    GuardedRange guard;
   };
 
-  // Maps every region; on failure returns nullptr and sets `error`.
+  GuestMemory() = default;
+  GuestMemory(const GuestMemory&) = delete;
+  GuestMemory& operator=(const GuestMemory&) = delete;
+
+  // Maps every region; on failure returns nullptr and sets `error`. A region
+  // is mapped only when it cannot shrink under the daemon unnoticed: a memfd
+  // sealed against shrinking (F_SEAL_SHRINK, verified), or a tmpfs or
+  // hugetlbfs file (a memfd that refuses sealing is one) mapped with a
+  // SIGBUS guard. Any other fd is refused.
   static std::shared_ptr<const GuestMemory> map(std::vector<MemoryRegionSpec> specs,
                                                 std::string& error);
 
@@ -61,9 +74,14 @@ class GuestMemory {
 
   const std::vector<Region>& regions() const noexcept { return regions_; }
 
+  // True once a guarded region's file was cut short under its mapping: the
+  // region now reads zeros, and the queues in it must stop.
+  bool truncated() const noexcept { return truncated_.load(std::memory_order_relaxed); }
+
  private:
   const Region* find_gpa(std::uint64_t gpa) const noexcept;
   std::vector<Region> regions_;
+  std::atomic<bool> truncated_{false};  // raised by the SIGBUS guard
 };
 
 }  // namespace xdpvhost::virtio

@@ -23,6 +23,9 @@ enum class QueueError : std::uint8_t {
   kReadableAfterWritable,  // a device-readable descriptor follows a writable one
   kUnexpectedWritable,     // a transmit chain holds writable buffers
   kUnexpectedReadable,     // a receive chain holds readable buffers
+  kTooManyDescriptors,     // a chain holds more than kMaxChainDescriptors buffers
+  kEmptyChain,             // a chain without a single byte to read or write
+  kMemoryTruncated,        // the guest memory's file was cut short under its mapping
   kCount
 };
 
@@ -60,6 +63,12 @@ constexpr const char* to_string(QueueError e) {
       return "unexpected_writable";
     case QueueError::kUnexpectedReadable:
       return "unexpected_readable";
+    case QueueError::kTooManyDescriptors:
+      return "too_many_descriptors";
+    case QueueError::kEmptyChain:
+      return "empty_chain";
+    case QueueError::kMemoryTruncated:
+      return "memory_truncated";
     case QueueError::kCount:
       break;
   }

@@ -93,19 +93,25 @@ std::uint16_t SplitQueue::available() noexcept {
   return count;
 }
 
-bool SplitQueue::pop(DescriptorChain& out, Direction direction) noexcept {
+bool SplitQueue::pop(DescriptorChain& out, Direction direction, std::uint32_t max_bytes) noexcept {
   out.clear();
+  // The memory's file was cut short (the SIGBUS guard replaced it): nothing
+  // in it is the guest's any more.
+  if (memory_ != nullptr && memory_->truncated()) return fail(QueueError::kMemoryTruncated);
   if (available() == 0) return false;
   const std::size_t slot = kRingOffset + 2u * (last_avail_idx_ & (size_ - 1));
   const std::uint16_t head = field16(avail_, slot).load(std::memory_order_relaxed);
   if (head >= size_) return fail(QueueError::kHeadOutOfRange);
-  if (!walk(head, out, direction)) return false;
+  if (!walk(head, out, direction, max_bytes)) return false;
+  if (!out.truncated && out.readable_bytes == 0 && out.writable_bytes == 0)
+    return fail(QueueError::kEmptyChain);
   out.head = head;
   ++last_avail_idx_;
   return true;
 }
 
-bool SplitQueue::walk(std::uint16_t head, DescriptorChain& out, Direction direction) noexcept {
+bool SplitQueue::walk(std::uint16_t head, DescriptorChain& out, Direction direction,
+                      std::uint32_t max_bytes) noexcept {
   const std::uint8_t* table = desc_;
   std::uint32_t table_size = size_;
   bool in_indirect = false;
@@ -120,6 +126,8 @@ bool SplitQueue::walk(std::uint16_t head, DescriptorChain& out, Direction direct
     if (visited_[index] == generation_) return fail(QueueError::kDescriptorLoop);
     visited_[index] = generation_;
     if (++count > size_) return fail(QueueError::kChainTooLong);
+    if (count > kMaxChainDescriptors) return fail(QueueError::kTooManyDescriptors);
+    out.descriptors = count;
 
     // Copy the descriptor once; only the copy is checked and used, so a
     // driver rewriting it concurrently cannot slip past the checks.
@@ -147,6 +155,10 @@ bool SplitQueue::walk(std::uint16_t head, DescriptorChain& out, Direction direct
     }
     if (!add_buffer(d, out, direction)) return false;
     if (!(d.flags & Descriptor::kFlagNext)) return true;
+    if (out.readable_bytes > max_bytes || out.writable_bytes > max_bytes) {
+      out.truncated = true;  // too big already: the rest is not read
+      return true;
+    }
     index = d.next;
   }
 }

@@ -53,10 +53,20 @@ class SplitQueue {
 
   // Chains the driver has made available and we have not popped yet.
   std::uint16_t available() noexcept;
+  // The driver's avail index as it is now (an acquire load; no check).
+  std::uint16_t driver_avail_idx() const noexcept { return load_avail_idx(); }
+
+  // The most buffers one chain may hold (Linux vhost: UIO_MAXIOV); a chain
+  // with more breaks the queue. A guest's frame needs a few (a 64 KiB TSO
+  // frame about 20).
+  static constexpr std::uint32_t kMaxChainDescriptors = 1024;
 
   // Pops the next chain into `out`. Returns false if there is none or the
-  // queue broke while reading it (then error() tells why).
-  bool pop(DescriptorChain& out, Direction direction) noexcept;
+  // queue broke while reading it (then error() tells why). The walk stops
+  // once the chain holds more than `max_bytes` (out.truncated; the chain is
+  // still popped: the caller drops it and returns it used).
+  bool pop(DescriptorChain& out, Direction direction,
+           std::uint32_t max_bytes = 0xffffffffu) noexcept;
 
   // Gives the last `count` popped chains back to the driver's ring, unused.
   void unpop(std::uint16_t count) noexcept { last_avail_idx_ -= count; }
@@ -82,7 +92,8 @@ class SplitQueue {
     error_ = e;
     return false;
   }
-  bool walk(std::uint16_t head, DescriptorChain& out, Direction direction) noexcept;
+  bool walk(std::uint16_t head, DescriptorChain& out, Direction direction,
+            std::uint32_t max_bytes) noexcept;
   bool add_buffer(const Descriptor& d, DescriptorChain& out, Direction direction) noexcept;
   std::uint16_t load_avail_idx() const noexcept;
 

@@ -69,8 +69,11 @@ std::optional<std::uint16_t> publish_ring_cycle(DriverQueue& q) {
   if (ds.size() < 2) return std::nullopt;
   const std::uint64_t buf = valid_buffer(q);
   const std::uint16_t flags = data_flags(q) | Descriptor::kFlagNext;
+  // One byte per descriptor: the whole cycle stays below any frame limit, so
+  // the device walks into the loop (a transmit walk stops at the frame limit
+  // and would see an oversize chain instead).
   for (std::size_t i = 0; i < ds.size(); ++i) {
-    set(q.descriptors()[ds[i]], buf + (i % 32) * 64, 64, flags, ds[(i + 1) % ds.size()]);
+    set(q.descriptors()[ds[i]], buf + (i % 32) * 64, 1, flags, ds[(i + 1) % ds.size()]);
   }
   q.push_avail_raw(ds[0]);
   return ds[0];

@@ -221,7 +221,7 @@ TEST(ConfigChange, TunablesSetRefusals) {
   c.values.busy_poll_us = 5;
   expect_refused(with_tunables_set(base_config(), c), ConfigErrorKind::kInvalid,
                  RpcErrorCode::kInvalidParams,
-                 "params: a port overrides only signal_batch, rx_burst and tx_burst");
+                 "params: a port overrides only signal_batch, rx_burst, tx_burst and flood_rate");
   c.port.reset();
   c.uplink = "up0";
   expect_refused(

@@ -340,7 +340,7 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
                                  {"mtu", 1500}}));
   EXPECT_EQ(j["control"], (json{{"socket", "/run/xdpvhost/control.sock"}, {"mode", "0660"}}));
   EXPECT_EQ(j["threads"], (json{{"count", 1}}));
-  EXPECT_EQ(j["tunables"].size(), 7u);
+  EXPECT_EQ(j["tunables"].size(), 8u);
   EXPECT_EQ(j["metrics"]["listen"], "");
   EXPECT_EQ(j["log"]["level"], "info");
   EXPECT_FALSE(j.contains("state_file"));

@@ -39,7 +39,7 @@ int expect_defaults(const std::string& def, const json& written) {
 }
 
 TEST(SchemaDefaults, TunablesAreTheDataplaneDefaults) {
-  EXPECT_EQ(expect_defaults("tunables", to_json(dataplane::Tunables{})), 7);
+  EXPECT_EQ(expect_defaults("tunables", to_json(dataplane::Tunables{})), 8);
 }
 
 TEST(SchemaDefaults, PortAndUplinkAreTheControllerDefaults) {

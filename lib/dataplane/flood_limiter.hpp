@@ -1,0 +1,53 @@
+#pragma once
+// A token bucket for the broadcast and multicast frames one guest sends:
+// `rate` frames per second, holding a tenth of a second's worth (at least
+// 64), so a guest that floods costs the others on the switch (and the
+// node's flood path) a bounded number of copies. Owned by the port's
+// service thread. The clock is read only when the bucket runs empty.
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace xdpvhost::dataplane {
+
+class FloodLimiter {
+ public:
+  // 0: no limit.
+  void set_rate(std::uint32_t rate) noexcept {
+    rate_ = rate;
+    capacity_ = std::max<std::uint64_t>(rate / 10, 64);
+    tokens_ = capacity_;
+    last_ns_ = 0;
+  }
+
+  // Whether one more frame may go now.
+  bool allow() noexcept {
+    if (rate_ == 0) return true;
+    if (tokens_ == 0) refill();
+    if (tokens_ == 0) return false;
+    --tokens_;
+    return true;
+  }
+
+ private:
+  void refill() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    const std::uint64_t now = std::uint64_t(ts.tv_sec) * 1'000'000'000u + std::uint64_t(ts.tv_nsec);
+    if (last_ns_ == 0) last_ns_ = now;
+    const std::uint64_t earned = (now - last_ns_) * rate_ / 1'000'000'000u;
+    if (earned == 0) return;
+    tokens_ = std::min(capacity_, tokens_ + earned);
+    // Keep the remainder: a steady sender gets exactly `rate` per second.
+    last_ns_ += earned * 1'000'000'000u / rate_;
+  }
+
+  std::uint32_t rate_ = 0;
+  std::uint64_t capacity_ = 64;
+  std::uint64_t tokens_ = 64;
+  std::uint64_t last_ns_ = 0;
+};
+
+}  // namespace xdpvhost::dataplane

@@ -1,0 +1,256 @@
+// A hostile frontend or guest against the real daemon (issue "tenant
+// isolation"): each attack breaks at most the attacker's own port, the daemon
+// survives, and a second, well-behaved frontend keeps exchanging frames and
+// the control socket keeps answering throughout. Latencies seen by the
+// bystanders are measured and printed (never asserted: performance is the
+// benchmarks' job), except that they must be answered at all.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_test.hpp"
+#include "guest_traffic.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace xdpvhost::integration {
+namespace {
+
+namespace vu = fe::vhost_user;
+using vu::Request;
+using Clock = std::chrono::steady_clock;
+
+const fe::MacAddress kMacEvil = fe::make_mac(1);
+const fe::MacAddress kMacA = fe::make_mac(2);
+const fe::MacAddress kMacB = fe::make_mac(3);
+
+std::size_t open_fds(pid_t pid) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
+class HostileFrontend : public DaemonTest {
+ protected:
+  void SetUp() override {
+    DaemonTest::SetUp();
+    start_daemon({port("evil", 1), port("a", 2), port("b", 3)});
+    a_ = connect_receiving_guest("a");
+    b_ = connect_receiving_guest("b");
+  }
+  // The bystanders still exchange frames, and the control socket answers;
+  // prints how long both took.
+  void expect_bystanders_served(const char* during) {
+    const auto t0 = Clock::now();
+    EXPECT_TRUE(stream(*a_, *b_, {numbered_frame(kMacB, kMacA, ++seq_)})) << during;
+    EXPECT_TRUE(stream(*b_, *a_, {numbered_frame(kMacA, kMacB, ++seq_)})) << during;
+    const auto t1 = Clock::now();
+    EXPECT_NO_THROW(rpc().call("status")) << during;
+    const auto t2 = Clock::now();
+    std::cout << "  [" << during << "] bystanders' round trip "
+              << std::chrono::duration<double, std::milli>(t1 - t0).count() << " ms, status "
+              << std::chrono::duration<double, std::milli>(t2 - t1).count() << " ms\n";
+  }
+  std::unique_ptr<fe::Frontend> a_, b_;
+  std::uint32_t seq_ = 0;
+};
+
+TEST_F(HostileFrontend, ABlockingPipeAsCallFdIsRefused) {
+  auto evil = connect_receiving_guest("evil");
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  sys::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+  // RX vring 0: its call fd would be written for every delivered frame.
+  const std::uint64_t vring = 0;
+  const int fd = write_end.get();
+  const auto ack = evil->channel().send_raw_await_ack(
+      vu::to_u32(Request::kSetVringCall),
+      std::vector<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&vring),
+                                reinterpret_cast<const std::uint8_t*>(&vring) + 8),
+      {&fd, 1});
+  ASSERT_TRUE(ack.has_value()) << evil->channel().last_error();
+  EXPECT_NE(*ack, 0u) << "a pipe is not an eventfd: SET_VRING_CALL must be refused";
+  // Frames for evil do not block anyone (nothing writes the pipe).
+  std::vector<Bytes> flood;
+  for (int i = 0; i < 200; ++i) flood.push_back(numbered_frame(kMacEvil, kMacA, 100 + i));
+  ASSERT_TRUE(send_frames(*a_, flood));
+  expect_bystanders_served("after frames for a port with a refused call fd");
+}
+
+TEST_F(HostileFrontend, ReceiveChainsWithoutBytesBreakOnlyThatQueue) {
+  auto evil = connect_guest("evil");
+  ASSERT_TRUE(evil);
+  fe::DriverQueue& rx = evil->rx_queue();
+  // Every free head points to one indirect table of zero-length writable
+  // descriptors: walked in full for nothing, on every attempt, unless refused.
+  const std::uint32_t n = rx.size();
+  const std::uint64_t table = rx.allocate_table(n);
+  auto* entries = rx.memory().as<virtio::Descriptor>(table);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    entries[i].addr = table;
+    entries[i].len = 0;
+    entries[i].flags = static_cast<std::uint16_t>(virtio::Descriptor::kFlagWrite |
+                                                  (i + 1 < n ? virtio::Descriptor::kFlagNext : 0));
+    entries[i].next = static_cast<std::uint16_t>(i + 1 < n ? i + 1 : 0);
+  }
+  while (auto head = rx.take_descriptor()) {
+    auto& d = rx.descriptors()[*head];
+    d.addr = table;
+    d.len = n * 16;
+    d.flags = virtio::Descriptor::kFlagIndirect;
+    d.next = 0;
+    rx.push_avail_raw(*head);
+  }
+  ASSERT_TRUE(send_frames(*a_, {numbered_frame(kMacEvil, kMacA, 1)}));
+  ASSERT_TRUE(wait_until([&] {
+    auto q = queue_of("evil", 0);
+    return q.is_object() && q.value("state", "") == "broken";
+  })) << port_get("evil").dump();
+  EXPECT_EQ(queue_of("evil", 0).value("error", ""), "empty_chain");
+  expect_bystanders_served("after an empty receive chain");
+}
+
+TEST_F(HostileFrontend, OverlongTransmitChainsAreCutShort) {
+  auto evil = connect_guest("evil");
+  ASSERT_TRUE(evil);
+  fe::DriverQueue& tx = evil->tx_queue();
+  // Chains of the whole ring, 16 bytes per descriptor: far beyond any frame.
+  std::vector<std::uint16_t> ds;
+  while (auto d = tx.take_descriptor()) ds.push_back(*d);
+  ASSERT_GE(ds.size(), 128u);
+  const std::uint64_t buf = tx.allocate_table(1);  // any valid guest memory
+  for (std::size_t i = 0; i < ds.size(); ++i) {
+    auto& d = tx.descriptors()[ds[i]];
+    d.addr = buf;
+    d.len = 16;
+    d.flags = i + 1 < ds.size() ? virtio::Descriptor::kFlagNext : 0;
+    d.next = i + 1 < ds.size() ? ds[i + 1] : 0;
+  }
+  for (int i = 0; i < 64; ++i) tx.push_avail_raw(ds[0]);
+  tx.notify();
+  ASSERT_TRUE(wait_until([&] { return drops("evil", "oversize") >= 1; })) << stats("evil").dump();
+  expect_bystanders_served("while overlong transmit chains are refused");
+}
+
+TEST_F(HostileFrontend, TruncatedGuestMemoryBreaksOnlyThatPort) {
+  auto evil = connect_receiving_guest("evil");
+  ASSERT_TRUE(evil);
+  // The test frontend's memfd does not allow sealing: the daemon maps it with
+  // its SIGBUS guard. Cut it to nothing under the daemon's mapping.
+  const auto size = static_cast<off_t>(evil->memory().size());
+  ASSERT_EQ(::ftruncate(evil->memory().fd(), 0), 0);
+  ASSERT_TRUE(send_frames(*a_, {numbered_frame(kMacEvil, kMacA, 1)}));
+  const bool broke = wait_until([&] { return port_state("evil") == "broken"; });
+  // The test's own view of that memory faults too while it is cut: give the
+  // file its size back (zeros) before anything here touches it again.
+  ASSERT_EQ(::ftruncate(evil->memory().fd(), size), 0);
+  ASSERT_TRUE(broke) << port_get("evil").dump();
+  EXPECT_EQ(queue_of("evil", 0).value("error", ""), "memory_truncated");
+  expect_bystanders_served("after the guest memory of a port was truncated");
+}
+
+TEST_F(HostileFrontend, FdsSpreadOverOneBytePiecesAreNotHoarded) {
+  auto evil = open_guest("evil");
+  ASSERT_TRUE(evil);
+  const std::size_t before = open_fds(daemon().pid());
+  // A GET_FEATURES header sent one byte at a time, 8 eventfds with each byte.
+  vu::Header h{vu::to_u32(Request::kGetFeatures), vu::kVersion, 0};
+  std::vector<std::uint8_t> bytes(sizeof h);
+  std::memcpy(bytes.data(), &h, sizeof h);
+  std::vector<sys::UniqueFd> mine;
+  for (int i = 0; i < 8; ++i) mine.emplace_back(::eventfd(0, EFD_CLOEXEC));
+  std::vector<int> raw;
+  for (auto& f : mine) raw.push_back(f.get());
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    if (!evil->channel().send_bytes({&bytes[i], 1}, raw)) break;  // closed by the daemon
+  ASSERT_TRUE(wait_until([&] { return port_state("evil") == "waiting"; }))
+      << "the connection is closed once a message carries more than 8 fds";
+  EXPECT_LE(open_fds(daemon().pid()), before + 2) << "no fd of the attacker is kept";
+  expect_bystanders_served("after an fd-hoarding frontend");
+}
+
+TEST_F(HostileFrontend, AStreamOfMessagesDoesNotHoldUpOthers) {
+  auto evil = open_guest("evil");
+  ASSERT_TRUE(evil);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> sent{0};
+  // GET_QUEUE_NUM without reading the replies: cheap for the attacker.
+  std::thread flood([&] {
+    vu::Header h{vu::to_u32(Request::kGetQueueNum), vu::kVersion, 0};
+    std::vector<std::uint8_t> burst;
+    for (int i = 0; i < 256; ++i)
+      burst.insert(burst.end(), reinterpret_cast<std::uint8_t*>(&h),
+                   reinterpret_cast<std::uint8_t*>(&h) + sizeof h);
+    while (!stop.load()) {
+      if (!evil->channel().send_bytes(burst)) break;
+      sent += 256;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the flood is under way
+  expect_bystanders_served("during a message flood");
+  // A new frontend negotiates meanwhile.
+  const auto t0 = Clock::now();
+  b_.reset();
+  auto b2 = connect_receiving_guest("b");
+  EXPECT_TRUE(b2 != nullptr);
+  std::cout << "  [during a message flood] a new frontend's handshake took "
+            << std::chrono::duration<double, std::milli>(Clock::now() - t0).count()
+            << " ms; the flood sent " << sent.load() << " messages\n";
+  stop = true;
+  flood.join();
+}
+
+TEST_F(HostileFrontend, NetSetMtuCannotRaiseThePortsMtu) {
+  auto evil = connect_receiving_guest("evil");
+  ASSERT_TRUE(evil);
+  const std::uint64_t mtu = 9000;
+  const auto ack = evil->channel().send_raw_await_ack(
+      vu::to_u32(Request::kNetSetMtu),
+      std::vector<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&mtu),
+                                reinterpret_cast<const std::uint8_t*>(&mtu) + 8),
+      {});
+  ASSERT_TRUE(ack.has_value()) << evil->channel().last_error();
+  // A 3000-byte frame is over the configured 1500: still oversize.
+  ASSERT_TRUE(send_frames(*evil, {numbered_frame(kMacA, kMacEvil, 1, 3000 - 18)}));
+  ASSERT_TRUE(wait_until([&] { return drops("evil", "oversize") == 1; })) << stats("evil").dump();
+  expect_bystanders_served("after NET_SET_MTU 9000");
+}
+
+TEST_F(HostileFrontend, ABroadcastStormIsCutToTheFloodRate) {
+  auto evil = connect_receiving_guest("evil");
+  ASSERT_TRUE(evil);
+  rpc().call("tunables.set", {{"port", "evil"}, {"flood_rate", 100}});
+  std::vector<Bytes> storm;
+  for (int i = 0; i < 2000; ++i) storm.push_back(numbered_frame(fe::kBroadcastMac, kMacEvil, i));
+  for (std::size_t at = 0; at < storm.size(); at += 200)
+    ASSERT_TRUE(send_frames(*evil, {storm.begin() + static_cast<std::ptrdiff_t>(at),
+                                    storm.begin() + static_cast<std::ptrdiff_t>(at + 200)}));
+  ASSERT_TRUE(wait_until([&] {
+    return counter("evil", "rx_packets") + drops("evil", "flood_limited") >= 2000;
+  })) << stats("evil").dump();
+  EXPECT_GE(drops("evil", "flood_limited"), 1000u) << "most of the storm is dropped";
+  EXPECT_LE(counter("evil", "rx_packets"), 1000u);
+  // What got through reached the others (floods are flooded), no more.
+  const std::uint64_t passed = counter("evil", "rx_packets");
+  EXPECT_EQ(receive(*a_, passed).size(), passed);
+  EXPECT_EQ(receive(*b_, passed).size(), passed);
+  EXPECT_TRUE(receive(*a_, 1, std::chrono::milliseconds(200)).empty());
+  expect_bystanders_served("after a broadcast storm");
+}
+
+}  // namespace
+}  // namespace xdpvhost::integration
