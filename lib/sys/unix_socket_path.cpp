@@ -1,22 +1,53 @@
 #include "sys/unix_socket_path.hpp"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 namespace xdpvhost::sys {
 
 namespace {
 
-// Whether something accepts connections on `addr` now.
-bool accepts_connections(const sockaddr_un& addr) noexcept {
+// The socket file `name` in `dir` as an O_PATH fd, never through a symlink.
+int open_socket_file(int dir, const std::string& name) noexcept {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;  // not O_NOFOLLOW: that would open a symlink itself
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  long fd;
+  do {
+    fd = ::syscall(SYS_openat2, dir, name.c_str(), &how, sizeof how);
+  } while (fd < 0 && errno == EAGAIN);
+  return static_cast<int>(fd);
+}
+
+bool address_of(const std::string& proc_path, sockaddr_un& addr) noexcept {
+  addr = {};
+  addr.sun_family = AF_UNIX;
+  if (proc_path.size() > kMaxUnixSocketPath) return false;
+  std::memcpy(addr.sun_path, proc_path.c_str(), proc_path.size() + 1);
+  return true;
+}
+
+// Connects `fd` to the socket file opened as `file` (an O_PATH fd).
+int connect_to_file(int fd, int file) noexcept {
+  sockaddr_un addr;
+  address_of(fd_path(file), addr);  // "/proc/self/fd/N" always fits
+  return ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+}
+
+// Whether something accepts connections on the socket file `name` in `dir`.
+bool accepts_connections(int dir, const std::string& name) noexcept {
+  UniqueFd file(open_socket_file(dir, name));
+  if (!file) return false;
   UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!probe.valid()) return false;
-  const int rc = ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int rc = connect_to_file(probe.get(), file.get());
   // A full backlog answers EAGAIN on a non-blocking connect: still alive.
   return rc == 0 || errno == EAGAIN;
 }
@@ -35,23 +66,30 @@ bool unix_socket_address(const std::string& path, sockaddr_un& addr, std::string
   return true;
 }
 
-UniqueFd listen_unix(const std::string& path, const UnixListenOptions& options,
-                     std::string& error) {
+UnixListener listen_unix(const std::string& path, const UnixListenOptions& options,
+                         std::string& error) {
+  UnixListener listener;
   sockaddr_un addr;
   if (!unix_socket_address(path, addr, error)) return {};
-  std::error_code mkdir_error;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), mkdir_error);
+  auto where = locate_socket(path, options.roots, true, error);
+  if (!where) return {};
+  const int dir = where->dir.get();
+  const std::string& name = where->name;
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       error = path + " exists and is not a socket";
       return {};
     }
-    if (accepts_connections(addr)) {
+    if (accepts_connections(dir, name)) {
       error = path + " is in use: another process listens on it";
       return {};
     }
-    ::unlink(path.c_str());  // left over by an earlier run
+    ::unlinkat(dir, name.c_str(), 0);  // left over by an earlier run
+  }
+  if (!address_of(fd_path(dir, name), addr)) {
+    error = path + ": the file name is too long to bind through /proc/self/fd";
+    return {};
   }
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
@@ -67,22 +105,103 @@ UniqueFd listen_unix(const std::string& path, const UnixListenOptions& options,
     error = "cannot bind " + path + ": " + std::strerror(bind_errno);
     return {};
   }
-  if (options.group && ::lchown(path.c_str(), static_cast<uid_t>(-1), *options.group) != 0) {
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode)) {
+    error = path + ": the socket file went away after bind";
+    return {};
+  }
+  listener.dev = st.st_dev;
+  listener.ino = st.st_ino;
+  listener.where = std::move(*where);
+  listener.fd = std::move(fd);
+  if (options.group && ::fchownat(dir, name.c_str(), static_cast<uid_t>(-1), *options.group,
+                                  AT_SYMLINK_NOFOLLOW) != 0) {
     error = path + ": cannot give it to group " + std::to_string(*options.group) + ": " +
             std::strerror(errno);
-    ::unlink(path.c_str());
+    remove_unix_socket(listener);
     return {};
   }
-  if (::listen(fd.get(), options.backlog) != 0) {
+  if (::listen(listener.fd.get(), options.backlog) != 0) {
     error = "cannot listen on " + path + ": " + std::strerror(errno);
-    ::unlink(path.c_str());
+    remove_unix_socket(listener);
     return {};
   }
-  return fd;
+  return listener;
 }
 
-void remove_unix_socket(const std::string& path) noexcept {
-  ::unlink(path.c_str());
+void remove_unix_socket(UnixListener& listener) noexcept {
+  if (listener.where.dir.valid()) {
+    const int dir = listener.where.dir.get();
+    struct stat st {};
+    if (::fstatat(dir, listener.where.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        st.st_dev == listener.dev && st.st_ino == listener.ino)
+      ::unlinkat(dir, listener.where.name.c_str(), 0);
+    listener.where.dir.reset();
+  }
+  listener.fd.reset();
+}
+
+UnixConnectResult connect_unix(const std::string& path, const std::vector<std::string>& roots) {
+  UnixConnectResult r;
+  sockaddr_un addr;
+  if (!unix_socket_address(path, addr, r.error)) {
+    r.refused = true;
+    return r;
+  }
+  bool missing = false;
+  auto where = locate_socket(path, roots, false, r.error, &missing);
+  if (!where) {
+    // A directory not made yet is "not there yet"; a symlink or a path
+    // outside the roots is refused.
+    r.refused = !missing;
+    return r;
+  }
+  UniqueFd file(open_socket_file(where->dir.get(), where->name));
+  if (!file) {
+    const int err = errno;
+    r.refused = err == ELOOP;
+    r.error =
+        err == ELOOP ? path + " is a symlink: not followed" : path + ": " + std::strerror(err);
+    return r;
+  }
+  struct stat st {};
+  if (::fstat(file.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    r.refused = true;
+    r.error = path + " is not a socket";
+    return r;
+  }
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) {
+    r.error = "cannot create a socket: " + std::string(std::strerror(errno));
+    return r;
+  }
+  if (connect_to_file(fd.get(), file.get()) != 0) {
+    r.error = path + ": " + std::strerror(errno);
+    return r;
+  }
+  r.fd = std::move(fd);
+  return r;
+}
+
+std::optional<ucred> peer_credentials(int fd) noexcept {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
+    return std::nullopt;
+  return cred;
+}
+
+std::vector<gid_t> peer_groups(int fd) {
+  std::vector<gid_t> groups(64);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) {
+      groups.resize(len / sizeof(gid_t));
+      return groups;
+    }
+    if (errno != ERANGE) return {};
+    groups.resize(len / sizeof(gid_t) + 1);
+  }
+  return {};
 }
 
 }  // namespace xdpvhost::sys

@@ -23,7 +23,8 @@ SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Dev
       options_(std::move(options)),
       device_(device),
       on_state_(std::move(on_state)),
-      reconnect_timer_(io) {}
+      reconnect_timer_(io),
+      accept_timer_(io) {}
 
 SocketEndpoint::~SocketEndpoint() {
   stop();
@@ -38,6 +39,15 @@ void SocketEndpoint::set_state(State s) {
 bool SocketEndpoint::start(std::string& error) {
   sockaddr_un addr;
   if (!sys::unix_socket_address(options_.path, addr, error)) return false;
+  const std::vector<std::string> roots = sys::port_socket_dirs();
+  if (std::string problem = sys::check_normal_path(options_.path); !problem.empty()) {
+    error = options_.path + " " + problem;
+    return false;
+  }
+  if (!sys::socket_root_of(options_.path, roots)) {
+    error = options_.path + " is not below any of socket_dirs";
+    return false;
+  }
   stopping_ = false;
   if (options_.mode == Mode::kClient) {
     set_state(State::kWaiting);
@@ -47,10 +57,11 @@ bool SocketEndpoint::start(std::string& error) {
   sys::UnixListenOptions listen;
   listen.mode = options_.socket_mode;
   listen.backlog = 4;
-  sys::UniqueFd fd = sys::listen_unix(options_.path, listen, error);
-  if (!fd.valid()) return false;
-  listen_fd_ = std::move(fd);
-  listen_wait_.emplace(io_, listen_fd_.get());
+  listen.roots = roots;
+  sys::UnixListener listener = sys::listen_unix(options_.path, listen, error);
+  if (!listener.valid()) return false;
+  listener_ = std::move(listener);
+  listen_wait_.emplace(io_, listener_.fd.get());
   set_state(State::kWaiting);
   wait_accept();
   return true;
@@ -59,15 +70,13 @@ bool SocketEndpoint::start(std::string& error) {
 void SocketEndpoint::stop() {
   stopping_ = true;
   reconnect_timer_.cancel();
+  accept_timer_.cancel();
   if (connection_) close_connection("endpoint stopped");
   if (listen_wait_) {
     listen_wait_->release();
     listen_wait_.reset();
   }
-  if (listen_fd_.valid()) {
-    listen_fd_.reset();
-    sys::remove_unix_socket(options_.path);
-  }
+  if (listener_.valid()) sys::remove_unix_socket(listener_);
   set_state(State::kStopped);
 }
 
@@ -82,8 +91,17 @@ void SocketEndpoint::wait_accept() {
 
 void SocketEndpoint::on_accept() {
   for (;;) {
-    sys::UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) break;
+    sys::UniqueFd fd(::accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      const int error = errno;
+      if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
+        // The connection stays queued: waiting for readability again would
+        // wake at once, forever. Rest, then try again.
+        back_off_accept(error);
+        return;
+      }
+      break;  // EAGAIN, or the peer gave up (ECONNABORTED, ...)
+    }
     if (connection_) {
       // vhost-user is one frontend per socket; a second one is turned away.
       ++counters_.rejected_connections;
@@ -97,16 +115,42 @@ void SocketEndpoint::on_accept() {
   if (listen_wait_) wait_accept();
 }
 
+void SocketEndpoint::back_off_accept(int error) {
+  ++counters_.accept_failures;
+  if (sys::worth_logging(counters_.accept_failures))
+    spdlog::warn("port {}: cannot accept on {}: {}; trying again in {} ms (#{})", options_.name,
+                 options_.path, std::strerror(error), options_.accept_backoff.count(),
+                 counters_.accept_failures);
+  std::weak_ptr<int> alive = alive_;
+  accept_timer_.expires_after(options_.accept_backoff);
+  accept_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || stopping_ || !listen_wait_) return;
+    on_accept();
+  });
+}
+
 void SocketEndpoint::try_connect() {
   if (stopping_) return;
-  sockaddr_un addr;
-  std::string error;
-  if (!sys::unix_socket_address(options_.path, addr, error)) return;
-  sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (fd.valid() && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    attach(std::move(fd));
+  sys::UnixConnectResult r = sys::connect_unix(options_.path, sys::port_socket_dirs());
+  if (r.fd.valid()) {
+    last_connect_error_.clear();
+    // Who is at the other end: logged with the connection (the frontend's
+    // socket is in a directory its owner can write).
+    if (auto peer = sys::peer_credentials(r.fd.get()))
+      spdlog::info("port {}: connected to {}: peer pid {} uid {} gid {}", options_.name,
+                   options_.path, peer->pid, peer->uid, peer->gid);
+    attach(std::move(r.fd));
     return;
   }
+  if (r.refused) {
+    ++counters_.refused_paths;
+    if (r.error != last_connect_error_ || sys::worth_logging(counters_.refused_paths))
+      spdlog::warn("port {}: not connecting: {} (#{})", options_.name, r.error,
+                   counters_.refused_paths);
+  } else if (r.error != last_connect_error_) {
+    spdlog::debug("port {}: cannot connect yet: {}", options_.name, r.error);
+  }
+  last_connect_error_ = r.error;
   schedule_reconnect();
 }
 
@@ -123,6 +167,7 @@ void SocketEndpoint::schedule_reconnect() {
 void SocketEndpoint::attach(sys::UniqueFd fd) {
   const int raw = fd.get();
   connection_ = std::make_unique<Connection>(std::move(fd));
+  ++connections_;
   connection_wait_.emplace(io_, raw);
   ++counters_.connections;
   if (sys::worth_logging(counters_.connections))
@@ -177,7 +222,6 @@ void SocketEndpoint::on_readable() {
       close_connection(error);
       return;
     }
-  ++connections_;
     if (outcome.disconnect) {
       close_connection(outcome.error);
       return;

@@ -2,7 +2,11 @@
 // The unix socket of one vhost-user port on the control thread's io_context:
 // server mode listens and serves one frontend at a time; client mode connects
 // to the frontend's socket (QEMU in server mode, as KubeVirt runs it) and
-// reconnects whenever it goes away.
+// reconnects whenever it goes away. Either way the socket lies below one of
+// the port socket directories (sys::port_socket_dirs) and is reached
+// without following a symlink (sys/socket_directory.hpp); a live socket is
+// never replaced. When accept() runs out of fds (EMFILE, ENFILE) the
+// listener backs off instead of spinning.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -15,6 +19,7 @@
 #include <string>
 
 #include "sys/unique_fd.hpp"
+#include "sys/unix_socket_path.hpp"
 #include "vhost/connection.hpp"
 #include "vhost/device.hpp"
 #include "vhost/socket_mode.hpp"
@@ -32,6 +37,8 @@ class SocketEndpoint {
     Mode mode = Mode::kServer;
     std::chrono::milliseconds reconnect_interval{250};
     unsigned socket_mode = 0660;  // permissions of a listening socket
+    // How long the listener rests after accept() ran out of fds.
+    std::chrono::milliseconds accept_backoff{100};
   };
 
   struct Counters {
@@ -40,6 +47,8 @@ class SocketEndpoint {
     std::uint64_t messages = 0;
     std::uint64_t failed_messages = 0;
     std::uint64_t rejected_connections = 0;
+    std::uint64_t accept_failures = 0;  // accept() out of fds or memory
+    std::uint64_t refused_paths = 0;    // client mode: path refused (symlink, not a socket)
   };
 
   using StateCallback = std::function<void(State)>;
@@ -67,6 +76,7 @@ class SocketEndpoint {
   void set_state(State s);
   void wait_accept();
   void on_accept();
+  void back_off_accept(int error);
   void try_connect();
   void schedule_reconnect();
   void attach(sys::UniqueFd fd);
@@ -82,12 +92,14 @@ class SocketEndpoint {
   State state_ = State::kStopped;
   Counters counters_;
 
-  sys::UniqueFd listen_fd_;
+  sys::UnixListener listener_;
   std::optional<boost::asio::posix::stream_descriptor> listen_wait_;
   std::unique_ptr<Connection> connection_;
   std::optional<boost::asio::posix::stream_descriptor> connection_wait_;
   boost::asio::steady_timer reconnect_timer_;
-  std::uint64_t connections_ = 0;  // connections accepted so far: which one a continuation is for
+  boost::asio::steady_timer accept_timer_;
+  std::string last_connect_error_;  // client mode: logged once per distinct error
+  std::uint64_t connections_ = 0;   // connections accepted so far: which one a continuation is for
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // handlers hold a weak_ptr
   bool stopping_ = false;
 };
