@@ -1,5 +1,13 @@
 // xdpvhostd: serves virtio-net devices to guests over vhost-user and
 // switches their frames, locally and through AF_XDP uplinks.
+//
+// Start-up, in this order: umask 027 and the fd limit; SIGTERM, SIGINT and
+// SIGHUP handled (a signal during start-up is acted on as soon as it is
+// done); the config file, then the state file's ports and uplinks on top;
+// the datapath, uplinks and ports; the control socket; the metrics
+// listener; then every thread drops the capabilities it no longer needs,
+// no_new_privs and the seccomp allow-list go on, and the service manager
+// hears READY=1.
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -8,16 +16,136 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <filesystem>
+#include <csignal>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "config/config.hpp"
 #include "control/control_api.hpp"
 #include "control/control_server.hpp"
+#include "control/rpc_dispatcher.hpp"
+#include "listen_address.hpp"
+#include "metrics_service.hpp"
+#include "runtime/capabilities.hpp"
 #include "runtime/daemon.hpp"
 #include "runtime/log_level.hpp"
-#include "metrics_service.hpp"
-#include "control/rpc_dispatcher.hpp"
+#include "runtime/process_setup.hpp"
+#include "runtime/seccomp_filter.hpp"
+#include "runtime/service_notifier.hpp"
+
+namespace {
+
+using namespace xdpvhost::daemon;
+
+void print_config_error(const ConfigError& error) {
+  std::cerr << "xdpvhostd: " << error.message << "\n";
+  for (std::size_t i = 1; i < error.details.size(); ++i)
+    std::cerr << "  " << error.details[i] << "\n";
+}
+
+// The control socket and the metrics listener: made from the config, made
+// again when a reload changes their settings.
+class Listeners {
+ public:
+  Listeners(boost::asio::io_context& io, Daemon& daemon, RpcDispatcher& dispatcher)
+      : io_(io), daemon_(daemon), dispatcher_(dispatcher) {}
+
+  bool start_control(const ControlConfig& control, std::string& error) {
+    ControlServer::Options options;
+    options.path = control.socket;
+    options.mode = control.mode;
+    options.group = control.group;
+    options.idle_timeout = std::chrono::seconds(control.idle_timeout_s);
+    const std::size_t limit = options.max_request_bytes;
+    auto server = std::make_unique<ControlServer>(
+        io_, options, [this](std::string_view line) { return dispatcher_.handle(line); },
+        [this, limit] { return dispatcher_.too_large(limit); });
+    if (!server->start(error)) return false;
+    control_ = std::move(server);
+    control_config_ = control;
+    spdlog::info("control socket {}", control.socket);
+    return true;
+  }
+
+  bool start_metrics(const MetricsConfig& metrics, std::string& error) {
+    auto service = std::make_unique<metrics::MetricsService>(io_, daemon_);
+    if (!service->start(metrics.listen, error)) return false;
+    metrics_ = std::move(service);
+    metrics_config_ = metrics;
+    return true;
+  }
+
+  // Re-made if changed; if the new one cannot be made, the old one is made
+  // again (the same settings bound before).
+  void reload(const Config& next) {
+    if (!(next.control == control_config_)) {
+      const ControlConfig previous = control_config_;
+      control_.reset();  // the old socket file goes first: the path may be the same
+      if (std::string error; !start_control(next.control, error)) {
+        spdlog::error("reload: {}; keeping the control socket as it was", error);
+        if (std::string again; !start_control(previous, again))
+          spdlog::critical("reload: control socket lost: {}", again);
+      }
+    }
+    if (!(next.metrics == metrics_config_)) {
+      const MetricsConfig previous = metrics_config_;
+      metrics_.reset();
+      if (std::string error; !start_metrics(next.metrics, error)) {
+        spdlog::error("reload: {}; keeping metrics.listen {}", error, previous.listen);
+        if (std::string again; !start_metrics(previous, again))
+          spdlog::critical("reload: metrics listener lost: {}", again);
+      }
+    }
+  }
+
+  void stop() {
+    control_.reset();
+    metrics_.reset();
+  }
+
+ private:
+  boost::asio::io_context& io_;
+  Daemon& daemon_;
+  RpcDispatcher& dispatcher_;
+  std::unique_ptr<ControlServer> control_;
+  ControlConfig control_config_;
+  std::unique_ptr<metrics::MetricsService> metrics_;
+  MetricsConfig metrics_config_;
+};
+
+bool privileged_port(const std::string& listen) {
+  if (listen.empty()) return false;
+  std::string error;
+  auto address = metrics::parse_listen_address(listen, error);
+  return address && address->port != 0 && address->port < 1024;
+}
+
+// Every thread keeps only what run time needs (capabilities.hpp); then the
+// seccomp filter. Returns "" or the problem.
+std::string confine(Daemon& daemon, const Config& config, bool seccomp) {
+  CapabilityNeeds needs;
+  needs.control_group = config.control.group.has_value();
+  needs.privileged_metrics = privileged_port(config.metrics.listen);
+  const std::vector<std::string> keep = capabilities_to_keep(needs);
+  auto& dp = daemon.dataplane();
+  for (std::uint16_t t = 0; t < dp.thread_count(); ++t) {
+    std::string error = dp.thread(t).call([&keep] { return drop_capabilities(keep); });
+    if (!error.empty()) return "service thread " + std::to_string(t) + ": " + error;
+  }
+  if (std::string error = drop_capabilities(keep); !error.empty()) return error;
+  spdlog::info("capabilities kept: {}", effective_capabilities());
+  if (!seccomp) {
+    spdlog::warn("seccomp filter off (security.seccomp false or --no-seccomp)");
+    return "";
+  }
+  if (std::string error = install_seccomp_filter(); !error.empty()) return error;
+  spdlog::info("seccomp filter on: {} system calls allowed, no_new_privs set",
+               seccomp_allowed_syscalls().size() + 1);
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"xdpvhostd: vhost-user virtio-net backend with AF_XDP uplinks"};
@@ -25,94 +153,114 @@ int main(int argc, char** argv) {
   std::string log_level;
   bool check_only = false;
   bool check_replies = false;
+  bool no_seccomp = false;
   app.add_option("-c,--config", config_path, "JSON config file (schema: proto/config.schema.json)")
       ->required();
   app.add_option("--log-level", log_level, "override the config's log level");
   app.add_flag("--check", check_only, "validate the config and exit");
   app.add_flag("--check-replies", check_replies,
                "validate every control reply against its proto/ schema (tests)");
+  app.add_flag("--no-seccomp", no_seccomp,
+               "do not install the seccomp filter (debugging; config security.seccomp)");
   app.set_version_flag("--version", std::string("xdpvhostd ") + XDPVHOST_VERSION);
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("xdpvhostd"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
-  auto loaded = xdpvhost::daemon::load_config_file(config_path);
-  if (!loaded) {
-    std::cerr << "xdpvhostd: " << loaded.error().message << "\n";
-    for (std::size_t i = 1; i < loaded.error().details.size(); ++i)
-      std::cerr << "  " << loaded.error().details[i] << "\n";
-    return 2;
-  }
-  xdpvhost::daemon::Config config = std::move(loaded.value());
-  // Run-time changes persisted by a previous run take precedence.
-  if (config.state_file && std::filesystem::exists(*config.state_file)) {
-    auto state = xdpvhost::daemon::load_config_file(*config.state_file);
-    if (state) {
-      config = std::move(state.value());
-      spdlog::info("restored state from {}", *config.state_file);
-    } else {
-      spdlog::warn("ignoring state file: {}", state.error().message);
+  std::optional<LogLevel> cli_level;
+  if (!log_level.empty()) {
+    cli_level = parse_log_level(log_level);
+    if (!cli_level) {
+      std::cerr << "xdpvhostd: --log-level: unknown level \"" << log_level << "\"\n";
+      return 2;
     }
+  }
+
+  auto loaded = load_config_file(config_path);
+  if (!loaded) {
+    print_config_error(loaded.error());
+    return 2;
   }
   if (check_only) {
     std::cout << "config OK\n";
     return 0;
   }
-  auto level = config.log.level;
-  if (!log_level.empty()) {
-    auto parsed = xdpvhost::daemon::parse_log_level(log_level);
-    if (!parsed) {
-      std::cerr << "xdpvhostd: --log-level: unknown level \"" << log_level << "\"\n";
-      return 2;
-    }
-    level = *parsed;
-  }
-  spdlog::set_level(xdpvhost::daemon::to_spdlog(level));
+  Config config = std::move(loaded.value());
+  spdlog::set_level(to_spdlog(cli_level.value_or(config.log.level)));
 
+  // Before anything else is opened or made.
+  const std::string process = set_up_process();
   boost::asio::io_context io;
-  xdpvhost::daemon::Daemon daemon(io, std::move(config));
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  ::signal(SIGPIPE, SIG_IGN);
+  spdlog::info("{}", process);
+
+  RunTimeState state;
+  if (config.state_file) {
+    auto read = load_state_file(*config.state_file);
+    if (!read) {
+      spdlog::warn("ignoring state file: {}", read.error().message);
+    } else {
+      for (const auto& why : read->skipped) spdlog::warn("state file: left out {}", why);
+      state = std::move(read->state);
+    }
+  }
+  const bool seccomp = config.security.seccomp && !no_seccomp;
+
+  Daemon daemon(io, config, std::move(state));
+  if (cli_level) daemon.set_log_level(*cli_level);
   if (std::string error = daemon.start(); !error.empty()) {
     spdlog::critical("{}", error);
     return 1;
   }
-  xdpvhost::daemon::RpcDispatcher dispatcher(xdpvhost::daemon::SchemaRegistry::embedded());
-  xdpvhost::daemon::ControlApi api(daemon);
+  RpcDispatcher dispatcher(SchemaRegistry::embedded());
+  ControlApi api(daemon);
   api.register_methods(dispatcher);
   dispatcher.set_check_results(check_replies);
-  const auto& control = daemon.config().control;
-  xdpvhost::daemon::ControlServer::Options control_options;
-  control_options.path = control.socket;
-  control_options.mode = control.mode;
-  control_options.group = control.group;
-  const std::size_t limit = control_options.max_request_bytes;
-  xdpvhost::daemon::ControlServer server(
-      io, control_options, [&](std::string_view line) { return dispatcher.handle(line); },
-      [&] { return dispatcher.too_large(limit); });
-  if (std::string error; !server.start(error)) {
+  Listeners listeners(io, daemon, dispatcher);
+  if (std::string error; !listeners.start_control(daemon.config().control, error) ||
+                         !listeners.start_metrics(daemon.config().metrics, error)) {
     spdlog::critical("{}", error);
     return 1;
   }
-  spdlog::info("control socket {}", control.socket);
-
-  xdpvhost::daemon::metrics::MetricsService metrics(io, daemon);
-  if (std::string error; !metrics.start(daemon.config().metrics.listen, error)) {
-    spdlog::critical("{}", error);
+  if (std::string error = confine(daemon, daemon.config(), seccomp); !error.empty()) {
+    spdlog::critical("cannot confine the daemon: {}", error);
     return 1;
   }
+  notify_service_manager("READY=1\nSTATUS=serving");
 
-  // Stop taking work (control and metrics listeners first), then close every
-  // port: stopping a ring publishes its pending used entries and signals the
-  // guest; the vhost-user socket files are removed.
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code&, int signal) {
-    spdlog::info("signal {}: shutting down", signal);
-    server.stop();
-    metrics.stop();
-    daemon.shutdown();
-    io.stop();
-  });
-  ::signal(SIGPIPE, SIG_IGN);
+  // SIGTERM, SIGINT: stop taking work (control and metrics listeners
+  // first), then close every port: stopping a ring publishes its pending
+  // used entries and signals the guest; the socket files are removed.
+  // SIGHUP: read --config again and apply what changed.
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int signal) {
+        if (ec) return;
+        if (signal == SIGHUP) {
+          notify_service_manager("RELOADING=1");
+          auto next = load_config_file(config_path);
+          if (!next) {
+            spdlog::error("reload: {}; nothing changed", next.error().message);
+          } else {
+            spdlog::info("reload: {}", config_path);
+            daemon.reload(next.value());
+            daemon.set_log_level(cli_level.value_or(next->log.level));
+            listeners.reload(next.value());
+            if (next->security.seccomp != seccomp)
+              spdlog::warn("reload: security.seccomp takes effect at the next start");
+          }
+          notify_service_manager("READY=1\nSTATUS=serving");
+          signals.async_wait(on_signal);
+          return;
+        }
+        spdlog::info("signal {}: shutting down", signal);
+        notify_service_manager("STOPPING=1");
+        listeners.stop();
+        daemon.shutdown();
+        io.stop();
+      };
+  signals.async_wait(on_signal);
   io.run();
   spdlog::info("xdpvhostd stopped");
   return 0;

@@ -8,6 +8,7 @@ PACKAGES="
   clang llvm libclang-rt-14-dev clang-format clang-tidy
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev libmnl-dev
   libboost-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev
+  libcap-dev libseccomp-dev libsystemd-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   iproute2 iputils-ping ethtool kmod procps psmisc util-linux cpio xz-utils zstd
   dpdk dpdk-dev qemu-system-x86 busybox-static iperf3 tcpdump

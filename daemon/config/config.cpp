@@ -9,6 +9,7 @@
 
 #include "config/config_rules.hpp"
 #include "schemas/schema_registry.hpp"
+#include "sys/socket_directory.hpp"
 #include "sys/unix_socket_path.hpp"
 
 namespace xdpvhost::daemon {
@@ -47,8 +48,8 @@ dataplane::PortTunableOverrides port_tunables_from_json(const json& j) {
   t.signal_batch = opt_u32(j, "signal_batch");
   t.rx_burst = opt_u32(j, "rx_burst");
   t.tx_burst = opt_u32(j, "tx_burst");
-  return t;
   t.flood_rate = opt_u32(j, "flood_rate");
+  return t;
 }
 
 dataplane::UplinkTunableOverrides uplink_tunables_from_json(const json& j) {
@@ -68,8 +69,8 @@ Tunables tunables_from_json(const json& j) {
   t.tx_inflight_max = opt_u32(j, "tx_inflight_max").value_or(t.tx_inflight_max);
   t.napi_busy_poll = j.value("napi_busy_poll", t.napi_busy_poll);
   t.busy_poll_budget = opt_u32(j, "busy_poll_budget").value_or(t.busy_poll_budget);
-  return t;
   t.flood_rate = opt_u32(j, "flood_rate").value_or(t.flood_rate);
+  return t;
 }
 
 PortConfig port_from_json(const json& j) {
@@ -130,7 +131,12 @@ Config config_from_json(const json& j) {
       c.control.mode = static_cast<std::uint32_t>(std::stoul(mode->get<std::string>(), nullptr, 8));
     }
     c.control.group = opt_string(*it, "group");
+    c.control.idle_timeout_s = opt_u32(*it, "idle_timeout_s").value_or(c.control.idle_timeout_s);
   }
+  if (auto it = j.find("socket_dirs"); it != j.end())
+    for (const auto& d : *it) c.socket_dirs.push_back(d.get<std::string>());
+  if (auto it = j.find("security"); it != j.end())
+    c.security.seccomp = it->value("seccomp", c.security.seccomp);
   if (auto it = j.find("metrics"); it != j.end()) c.metrics.listen = it->value("listen", "");
   if (auto it = j.find("log"); it != j.end()) {
     c.log.level = parse_log_level(it->value("level", "info")).value_or(LogLevel::kInfo);
@@ -207,7 +213,7 @@ std::string check_socket_path(std::string_view path) {
            " bytes long, a unix socket path (sun_path) holds at most " +
            std::to_string(sys::kMaxUnixSocketPath);
   }
-  return "";
+  return sys::check_normal_path(path);
 }
 
 std::optional<ConfigError> check_config(const Config& config) {
@@ -225,6 +231,19 @@ std::optional<ConfigError> check_config(const Config& config) {
     }
     if (std::string problem = check_socket_path(config.control.socket); !problem.empty()) {
       return field_error(ConfigErrorKind::kSocketPath, "control", "socket", problem);
+    }
+    if (config.control.mode & 0002) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", config.control.mode & 07777);
+      return field_error(ConfigErrorKind::kInvalid, "control", "mode",
+                         std::string(mode) +
+                             " lets every local user drive the daemon; use 0660 (or 0600) and "
+                             "control.group");
+    }
+    for (std::size_t i = 0; i < config.socket_dirs.size(); ++i) {
+      if (std::string problem = sys::check_normal_path(config.socket_dirs[i]); !problem.empty())
+        return field_error(ConfigErrorKind::kInvalid, "socket_dirs[" + std::to_string(i) + "]", "",
+                           config_rules::json_quoted(config.socket_dirs[i]) + " " + problem);
     }
     if (std::string problem = check_listen(config.metrics.listen); !problem.empty()) {
       return field_error(ConfigErrorKind::kInvalid, "metrics", "listen", problem);

@@ -41,8 +41,9 @@ struct ThreadsConfig {
 
 struct ControlConfig {
   std::string socket = "/run/xdpvhost/control.sock";
-  std::uint32_t mode = 0660;  // permission bits of the socket file
+  std::uint32_t mode = 0660;  // permission bits of the socket file (never world-writable)
   std::optional<std::string> group;
+  std::uint32_t idle_timeout_s = 60;
   bool operator==(const ControlConfig&) const = default;
 };
 
@@ -56,6 +57,11 @@ struct LogConfig {
   bool operator==(const LogConfig&) const = default;
 };
 
+struct SecurityConfig {
+  bool seccomp = true;  // the allow-list and no_new_privs after set-up
+  bool operator==(const SecurityConfig&) const = default;
+};
+
 struct Config {
   std::vector<PortConfig> ports;
   std::vector<UplinkConfig> uplinks;
@@ -64,6 +70,8 @@ struct Config {
   ControlConfig control;
   MetricsConfig metrics;
   LogConfig log;
+  std::vector<std::string> socket_dirs;  // empty: port sockets anywhere (no symlinks)
+  SecurityConfig security;
   std::optional<std::string> state_file;
   std::optional<std::string> bpf_object;
   bool operator==(const Config&) const = default;
@@ -93,8 +101,9 @@ ConfigResult<UplinkConfig> parse_uplink(const nlohmann::json& uplink,
 // nullopt when it holds. parse_config runs it; so does every config change.
 std::optional<ConfigError> check_config(const Config& config);
 
-// "" if `path` can be bound as a unix socket (at most 107 bytes, no NUL),
-// else the problem, e.g. "is 130 bytes, sun_path holds at most 107".
+// "" if `path` can be bound as a unix socket (at most 107 bytes, no NUL,
+// absolute and normal: no ".", ".." or empty component), else the problem,
+// e.g. "is 130 bytes, sun_path holds at most 107".
 std::string check_socket_path(std::string_view path);
 
 // Documents that validate against the schema; every default is written out,
@@ -107,9 +116,33 @@ nlohmann::json to_json(const Tunables& tunables);
 nlohmann::json to_json(const dataplane::PortTunableOverrides& overrides);    // only those set
 nlohmann::json to_json(const dataplane::UplinkTunableOverrides& overrides);  // only those set
 
-// Writes to_json(config) to `path` atomically (temporary file in the same
-// directory, fsync, rename, fsync of the directory). Returns "" or the
-// problem.
+// The state file: the ports and uplinks added over the control socket
+// (port.add, uplink.add) and not removed since. Written as a config
+// document that holds only "ports" and "uplinks"; read back entry by entry
+// (an older state file, a whole effective config, is read the same way).
+struct RunTimeState {
+  std::vector<PortConfig> ports;
+  std::vector<UplinkConfig> uplinks;
+  bool operator==(const RunTimeState&) const = default;
+};
+
+struct LoadedState {
+  RunTimeState state;
+  std::vector<std::string> skipped;  // entries that do not parse, with why
+};
+
+// An absent file is an empty state. Errors: the file cannot be read, or is
+// not a JSON object.
+ConfigResult<LoadedState> load_state_file(const std::string& path);
+nlohmann::json to_json(const RunTimeState& state);
+
+// Writes `document` to `path` atomically: a temporary file made by
+// mkostemp in the same directory (mode 0600, O_EXCL: a symlink there is not
+// followed), fsync, rename over `path` (a symlink at `path` is replaced,
+// not followed), fsync of the directory. Returns "" or the problem.
+std::string save_json_file(const nlohmann::json& document, const std::string& path);
+// save_json_file(to_json(...)).
 std::string save_config_file(const Config& config, const std::string& path);
+std::string save_state_file(const RunTimeState& state, const std::string& path);
 
 }  // namespace xdpvhost::daemon

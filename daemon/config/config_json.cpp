@@ -67,6 +67,14 @@ json to_json(const UplinkConfig& u) {
   return j;
 }
 
+json to_json(const RunTimeState& s) {
+  json ports = json::array();
+  for (const auto& p : s.ports) ports.push_back(to_json(p));
+  json uplinks = json::array();
+  for (const auto& u : s.uplinks) uplinks.push_back(to_json(u));
+  return json{{"ports", std::move(ports)}, {"uplinks", std::move(uplinks)}};
+}
+
 json to_json(const Config& c) {
   json ports = json::array();
   for (const auto& p : c.ports) ports.push_back(to_json(p));
@@ -78,13 +86,16 @@ json to_json(const Config& c) {
   std::snprintf(mode, sizeof mode, "%04o", c.control.mode & 07777);
   json control{{"socket", c.control.socket}, {"mode", mode}};
   if (c.control.group) control["group"] = *c.control.group;
+  control["idle_timeout_s"] = c.control.idle_timeout_s;
   json j{{"ports", std::move(ports)},
          {"uplinks", std::move(uplinks)},
          {"tunables", to_json(c.tunables)},
          {"threads", std::move(threads)},
          {"control", std::move(control)},
          {"metrics", {{"listen", c.metrics.listen}}},
-         {"log", {{"level", to_string(c.log.level)}}}};
+         {"log", {{"level", to_string(c.log.level)}}},
+         {"socket_dirs", c.socket_dirs},
+         {"security", {{"seccomp", c.security.seccomp}}}};
   if (c.state_file) j["state_file"] = *c.state_file;
   if (c.bpf_object) j["bpf_object"] = *c.bpf_object;
   return j;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "net/ethernet.hpp"
+#include "sys/socket_directory.hpp"
 #include "xsk/frame_room.hpp"
 
 namespace xdpvhost::daemon::config_rules {
@@ -10,11 +11,6 @@ namespace xdpvhost::daemon::config_rules {
 namespace {
 
 constexpr std::size_t kShownErrors = 3;
-
-std::string json_quoted(std::string_view s) {
-  return nlohmann::json(std::string(s))
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 std::optional<ConfigError> check_thread(const Config& config,
                                         const std::optional<std::uint32_t>& thread,
@@ -42,6 +38,11 @@ std::optional<ConfigError> check_name_unused(const Config& config, const std::st
 }
 
 }  // namespace
+
+std::string json_quoted(std::string_view s) {
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 ConfigError schema_error(const std::vector<SchemaError>& errors) {
   ConfigError e;
@@ -109,6 +110,13 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
           ConfigErrorKind::kSocketInUse, where, "socket",
           json_quoted(port.socket) + " is already the socket of port " + json_quoted(other.name));
     }
+  }
+  if (!sys::socket_root_of(port.socket, config.socket_dirs)) {
+    std::string dirs;
+    for (const auto& d : config.socket_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
+    return field_error(
+        ConfigErrorKind::kSocketPath, where, "socket",
+        json_quoted(port.socket) + " is not below any of socket_dirs (" + dirs + ")");
   }
   if (port.socket == config.control.socket) {
     return field_error(ConfigErrorKind::kSocketInUse, where, "socket",

@@ -12,6 +12,9 @@
 
 namespace xdpvhost::daemon::config_rules {
 
+// `s` as a JSON string, for messages.
+std::string json_quoted(std::string_view s);
+
 // A kSchema error from validator output.
 ConfigError schema_error(const std::vector<SchemaError>& errors);
 

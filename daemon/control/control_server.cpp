@@ -8,7 +8,6 @@
 #include <array>
 #include <boost/asio/write.hpp>
 #include <deque>
-#include <filesystem>
 
 #include "sys/log_rate.hpp"
 #include "sys/unix_socket_path.hpp"
@@ -20,23 +19,52 @@ using boost::asio::local::stream_protocol;
 class ControlServer::Session : public std::enable_shared_from_this<Session> {
  public:
   Session(ControlServer& server, stream_protocol::socket socket)
-      : server_(server), socket_(std::move(socket)) {}
+      : server_(server), socket_(std::move(socket)), idle_(socket_.get_executor()) {}
 
-  void start() { read(); }
+  void start() {
+    touch();
+    watch_idle();
+    read();
+  }
   void close() {
+    closed_ = true;
     boost::system::error_code ignored;
+    idle_.cancel();
     socket_.close(ignored);
   }
+  std::chrono::steady_clock::time_point last_activity() const noexcept { return last_; }
 
  private:
+  void touch() {
+    last_ = std::chrono::steady_clock::now();
+    idle_.expires_at(last_ + server_.options_.idle_timeout);
+  }
+
+  // Closes the session once nothing has arrived for idle_timeout.
+  void watch_idle() {
+    auto self = shared_from_this();
+    idle_.async_wait([this, self](const boost::system::error_code&) {
+      if (closed_) return;
+      if (idle_.expiry() <= std::chrono::steady_clock::now()) {
+        spdlog::debug("control socket: closing a client idle for {} ms",
+                      server_.options_.idle_timeout.count());
+        server_.close(self);
+        return;
+      }
+      watch_idle();
+    });
+  }
+
   void read() {
     auto self = shared_from_this();
     socket_.async_read_some(boost::asio::buffer(chunk_),
                             [this, self](const boost::system::error_code& ec, std::size_t n) {
+                              if (closed_) return;
                               if (ec) {
                                 server_.close(self);
                                 return;
                               }
+                              touch();
                               on_data(n);
                             });
   }
@@ -90,6 +118,7 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
     auto self = shared_from_this();
     boost::asio::async_write(socket_, boost::asio::buffer(out_.front()),
                              [this, self](const boost::system::error_code& ec, std::size_t) {
+                               if (closed_) return;
                                if (ec) {
                                  server_.close(self);
                                  return;
@@ -108,6 +137,9 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
 
   ControlServer& server_;
   stream_protocol::socket socket_;
+  boost::asio::steady_timer idle_;
+  std::chrono::steady_clock::time_point last_;
+  bool closed_ = false;
   std::array<char, 4096> chunk_{};
   std::string pending_;
   std::deque<std::string> out_;
@@ -120,7 +152,8 @@ ControlServer::ControlServer(boost::asio::io_context& io, Options options, Handl
     : io_(io),
       options_(std::move(options)),
       handler_(std::move(handler)),
-      too_large_(std::move(too_large)) {}
+      too_large_(std::move(too_large)),
+      accept_timer_(io) {}
 
 ControlServer::~ControlServer() {
   stop();
@@ -137,53 +170,112 @@ bool ControlServer::start(std::string& error) {
       return false;
     }
     listen.group = g->gr_gid;
+    group_ = g->gr_gid;
   }
-  sys::UniqueFd fd = sys::listen_unix(options_.path, listen, error);
-  if (!fd.valid()) {
+  sys::UnixListener listener = sys::listen_unix(options_.path, listen, error);
+  if (!listener.valid()) {
     error = "control socket: " + error;
     return false;
   }
   boost::system::error_code ec;
   acceptor_.emplace(io_);
-  acceptor_->assign(stream_protocol(), fd.get(), ec);
+  acceptor_->assign(stream_protocol(), listener.fd.get(), ec);
   if (ec) {
     error = "control socket " + options_.path + ": " + ec.message();
     acceptor_.reset();
-    sys::remove_unix_socket(options_.path);
+    sys::remove_unix_socket(listener);
     return false;
   }
-  fd.release();  // the acceptor owns it now
+  listener.fd.release();  // the acceptor owns it now
+  listener_ = std::move(listener);
   accept();
   return true;
 }
 
 void ControlServer::stop() {
+  accept_timer_.cancel();
   if (acceptor_) {
     boost::system::error_code ignored;
     acceptor_->close(ignored);
     acceptor_.reset();
-    sys::remove_unix_socket(options_.path);
+    sys::remove_unix_socket(listener_);
   }
   for (const auto& s : sessions_) s->close();
   sessions_.clear();
+}
+
+bool ControlServer::allowed(int fd, bool& is_root, std::string& who) const {
+  is_root = false;
+  const auto cred = sys::peer_credentials(fd);
+  if (!cred) {
+    who = "a peer without credentials";
+    return false;
+  }
+  who = "pid " + std::to_string(cred->pid) + " uid " + std::to_string(cred->uid) + " gid " +
+        std::to_string(cred->gid);
+  is_root = cred->uid == 0;
+  if (is_root || cred->uid == ::geteuid()) return true;
+  if (!group_) return false;
+  if (cred->gid == *group_) return true;
+  for (gid_t g : sys::peer_groups(fd))
+    if (g == *group_) return true;
+  return false;
+}
+
+void ControlServer::admit(stream_protocol::socket socket) {
+  bool is_root = false;
+  std::string who;
+  if (!allowed(socket.native_handle(), is_root, who)) {
+    if (sys::worth_logging(++refused_peers_))
+      spdlog::warn(
+          "control socket: refused {}: not root, the daemon's uid or a member of {} (#{})", who,
+          options_.group ? "group " + *options_.group : std::string("control.group (unset)"),
+          refused_peers_);
+    return;  // closed as `socket` goes
+  }
+  // The last slot is root's; a full table still lets root in.
+  const std::size_t limit = is_root ? options_.max_clients : options_.max_clients - 1;
+  if (sessions_.size() >= limit && is_root && !sessions_.empty()) {
+    auto idlest = sessions_.begin();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+      if ((*it)->last_activity() < (*idlest)->last_activity()) idlest = it;
+    if (sys::worth_logging(++evicted_))
+      spdlog::warn(
+          "control socket: {} clients connected: closed the one idle longest for root "
+          "{} (#{})",
+          sessions_.size(), who, evicted_);
+    const std::shared_ptr<Session> victim = *idlest;  // not a reference into the set
+    close(victim);
+  }
+  if (sessions_.size() >= limit) {
+    // A client retrying in a loop must not flood the log.
+    if (sys::worth_logging(++refused_))
+      spdlog::warn("control socket: {} clients connected, refused {} connection(s) so far",
+                   sessions_.size(), refused_);
+    return;
+  }
+  auto session = std::make_shared<Session>(*this, std::move(socket));
+  sessions_.insert(session);
+  session->start();
 }
 
 void ControlServer::accept() {
   acceptor_->async_accept(
       [this](const boost::system::error_code& ec, stream_protocol::socket socket) {
         if (ec == boost::asio::error::operation_aborted || !acceptor_) return;
-        if (!ec) {
-          if (sessions_.size() >= options_.max_clients) {
-            // A client retrying in a loop must not flood the log.
-            if (sys::worth_logging(++refused_))
-              spdlog::warn("control socket: {} clients connected, refused {} connection(s) so far",
-                           sessions_.size(), refused_);
-          } else {
-            auto session = std::make_shared<Session>(*this, std::move(socket));
-            sessions_.insert(session);
-            session->start();
-          }
+        if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE ||
+            ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory) {
+          // The connection stays queued: accepting again at once would spin.
+          if (sys::worth_logging(++accept_failures_))
+            spdlog::warn("control socket: cannot accept: {}; trying again in {} ms (#{})",
+                         ec.message(), options_.accept_backoff.count(), accept_failures_);
+          accept_timer_.expires_after(options_.accept_backoff);
+          accept_timer_.async_wait([this](const boost::system::error_code& wait_error) {
+            if (!wait_error && acceptor_) accept();
+          });
+          return;
         }
+        if (!ec) admit(std::move(socket));
         accept();
       });
 }

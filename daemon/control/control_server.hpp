@@ -5,9 +5,21 @@
 // goes away mid-request affects nobody else. A line longer than the request
 // limit is answered with a request_too_large error and the client closed
 // (its framing cannot be trusted any more).
+//
+// Who may connect: root, the daemon's own uid, and members of the socket's
+// group (Options::group) -- checked with SO_PEERCRED and SO_PEERGROUPS on
+// every connection, whatever the file mode says. A client that sends
+// nothing for idle_timeout is closed. Of max_clients, the last slot is
+// root's: others are refused once max_clients - 1 are connected, and when
+// every slot is taken a root client still gets in, in place of the client
+// idle longest (the liveness probe's `xdpvhostctl status` always answers).
+// When accept() runs out of fds the listener rests for accept_backoff
+// instead of spinning.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -15,6 +27,8 @@
 #include <optional>
 #include <set>
 #include <string>
+
+#include "sys/unix_socket_path.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -26,6 +40,8 @@ class ControlServer {
     std::optional<std::string> group;
     std::size_t max_request_bytes = 1 << 20;
     std::size_t max_clients = 64;
+    std::chrono::milliseconds idle_timeout{60000};
+    std::chrono::milliseconds accept_backoff{100};
   };
   // Answers one request line; returns the reply line without the newline,
   // or an empty string for a notification (no reply).
@@ -38,16 +54,21 @@ class ControlServer {
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 
-  // Binds (replacing a stale socket file), sets mode and group, listens.
+  // Binds (replacing a stale socket file, never a live one), sets mode and
+  // group, listens.
   bool start(std::string& error);
   // Closes the listener and every client; removes the socket file.
   void stop();
 
   std::size_t clients() const noexcept { return sessions_.size(); }
+  const Options& options() const noexcept { return options_; }
 
  private:
   class Session;
   void accept();
+  void admit(boost::asio::local::stream_protocol::socket socket);
+  // Whether the peer of `fd` may use the control socket; `who` describes it.
+  bool allowed(int fd, bool& is_root, std::string& who) const;
   void close(const std::shared_ptr<Session>& session);
 
   boost::asio::io_context& io_;
@@ -55,8 +76,14 @@ class ControlServer {
   Handler handler_;
   TooLarge too_large_;
   std::optional<boost::asio::local::stream_protocol::acceptor> acceptor_;
+  sys::UnixListener listener_;  // the socket file (the acceptor owns the fd)
+  std::optional<gid_t> group_;
+  boost::asio::steady_timer accept_timer_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::uint64_t refused_ = 0;
+  std::uint64_t refused_peers_ = 0;
+  std::uint64_t accept_failures_ = 0;
+  std::uint64_t evicted_ = 0;
 };
 
 }  // namespace xdpvhost::daemon

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sys/log_rate.hpp"
+
 #include <array>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/beast/http/message.hpp>
@@ -208,8 +210,11 @@ void HttpServer::accept() {
         session->start();
       }
     } else {
-      // Out of fds, typically: try again a little later rather than spin.
-      spdlog::debug("metrics listener: accept failed: {}", ec.message());
+      // Out of fds, typically: the connection stays queued, so accepting
+      // again at once would spin. Try again a little later.
+      if (sys::worth_logging(++accept_failures_))
+        spdlog::warn("metrics listener: cannot accept: {}; trying again in 100 ms (#{})",
+                     ec.message(), accept_failures_);
       retry_.expires_after(std::chrono::milliseconds(100));
       retry_.async_wait([this](const boost::system::error_code& wait_error) {
         if (!wait_error && acceptor_) accept();

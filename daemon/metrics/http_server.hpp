@@ -72,6 +72,7 @@ class HttpServer {
   boost::asio::steady_timer retry_;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
+  std::uint64_t accept_failures_ = 0;
 };
 
 }  // namespace xdpvhost::daemon::metrics

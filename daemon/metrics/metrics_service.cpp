@@ -6,6 +6,7 @@
 #include "daemon_metrics.hpp"
 #include "health_check.hpp"
 #include "listen_address.hpp"
+#include "process_metrics.hpp"
 #include "uplink_source.hpp"
 
 namespace xdpvhost::daemon::metrics {
@@ -46,6 +47,7 @@ Families MetricsService::collect() {
   add_port_families(families, daemon_);
   add_thread_families(families, daemon_);
   add_uplink_families(families, collect_uplink_metrics(daemon_));
+  add_process_families(families);
   return families;
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/log_level.hpp"
+#include "sys/socket_directory.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -18,26 +19,84 @@ dataplane::Dataplane::Options dataplane_options(const Config& config) {
 
 }  // namespace
 
-Daemon::Daemon(boost::asio::io_context& io, Config config) : io_(io), config_(std::move(config)) {}
+Daemon::Daemon(boost::asio::io_context& io, Config config, RunTimeState state)
+    : io_(io), config_(std::move(config)) {
+  merge_state(state);
+}
+
+void Daemon::merge_state(const RunTimeState& state) {
+  for (const auto& u : state.uplinks) {
+    if (const UplinkConfig* in_file = config_.find_uplink(u.name)) {
+      if (!(*in_file == u))
+        spdlog::warn("state file: uplink {} left out: the config file has an uplink of that name",
+                     u.name);
+      continue;
+    }
+    auto next = with_uplink_added(config_, u);
+    if (!next) {
+      spdlog::warn("state file: uplink {} left out: {}", u.name, next.error().message);
+      continue;
+    }
+    config_ = std::move(next.value());
+    run_time_uplinks_.insert(u.name);
+  }
+  for (const auto& p : state.ports) {
+    if (const PortConfig* in_file = config_.find_port(p.name)) {
+      if (!(*in_file == p))
+        spdlog::warn("state file: port {} left out: the config file has a port of that name",
+                     p.name);
+      continue;
+    }
+    auto next = with_port_added(config_, p);
+    if (!next) {
+      spdlog::warn("state file: port {} left out: {}", p.name, next.error().message);
+      continue;
+    }
+    config_ = std::move(next.value());
+    run_time_ports_.insert(p.name);
+  }
+  if (!run_time_ports_.empty() || !run_time_uplinks_.empty())
+    spdlog::info("restored state: {} port(s), {} uplink(s) added at run time",
+                 run_time_ports_.size(), run_time_uplinks_.size());
+}
 
 Daemon::~Daemon() {
   shutdown();
 }
 
 std::string Daemon::start() {
+  sys::set_port_socket_dirs(config_.socket_dirs);
   dataplane_ = std::make_unique<dataplane::Dataplane>(dataplane_options(config_));
-  for (const auto& uplink : config_.uplinks) {
+  bool dropped = false;
+  for (const auto& uplink : std::vector<UplinkConfig>(config_.uplinks)) {
     if (std::string error = open_uplink(uplink); !error.empty()) {
-      shutdown();
-      return "uplink " + uplink.name + ": " + error;
+      if (!run_time_uplinks_.count(uplink.name)) {
+        shutdown();
+        return "uplink " + uplink.name + ": " + error;
+      }
+      // Added at run time by an earlier run: not worth failing the start.
+      spdlog::error("uplink {} (from the state file): {}; left out", uplink.name, error);
+      std::erase_if(config_.uplinks, [&](const UplinkConfig& u) { return u.name == uplink.name; });
+      run_time_uplinks_.erase(uplink.name);
+      dropped = true;
     }
   }
-  for (const auto& port : config_.ports) {
-    if (std::string error = open_port(port); !error.empty()) {
-      shutdown();
-      return "port " + port.name + ": " + error;
+  for (const auto& port : std::vector<PortConfig>(config_.ports)) {
+    const bool uplink_gone = port.uplink && config_.find_uplink(*port.uplink) == nullptr;
+    std::string error =
+        uplink_gone ? "its uplink " + *port.uplink + " was left out" : open_port(port);
+    if (!error.empty()) {
+      if (!run_time_ports_.count(port.name)) {
+        shutdown();
+        return "port " + port.name + ": " + error;
+      }
+      spdlog::error("port {} (from the state file): {}; left out", port.name, error);
+      std::erase_if(config_.ports, [&](const PortConfig& p) { return p.name == port.name; });
+      run_time_ports_.erase(port.name);
+      dropped = true;
     }
   }
+  if (dropped) persist();
   spdlog::info("xdpvhostd running: {} service thread(s), {} uplink(s), {} port(s)",
                dataplane_->thread_count(), uplinks_.size(), ports_.size());
   return {};
@@ -79,6 +138,10 @@ std::string Daemon::open_uplink(const UplinkConfig& uplink) {
 }
 
 std::optional<ConfigError> Daemon::add_uplink(const UplinkConfig& uplink) {
+  return add_uplink_from(uplink, true);
+}
+
+std::optional<ConfigError> Daemon::add_uplink_from(const UplinkConfig& uplink, bool run_time) {
   auto next = with_uplink_added(config_, uplink);
   if (!next) return next.error();
   const Config previous = config_;
@@ -88,6 +151,7 @@ std::optional<ConfigError> Daemon::add_uplink(const UplinkConfig& uplink) {
     return ConfigError{
         ConfigErrorKind::kOperationFailed, "uplink " + uplink.name + ": " + error, {}};
   }
+  if (run_time) run_time_uplinks_.insert(uplink.name);
   persist();
   return std::nullopt;
 }
@@ -97,6 +161,7 @@ std::optional<ConfigError> Daemon::remove_uplink(const std::string& name) {
   if (!next) return next.error();
   config_ = std::move(next.value());
   uplinks_.erase(name);
+  run_time_uplinks_.erase(name);
   spdlog::info("uplink {}: removed", name);
   persist();
   return std::nullopt;
@@ -145,6 +210,10 @@ const controller::GuestPortController* Daemon::find_port(const std::string& name
 }
 
 std::optional<ConfigError> Daemon::add_port(const PortConfig& port) {
+  return add_port_from(port, true);
+}
+
+std::optional<ConfigError> Daemon::add_port_from(const PortConfig& port, bool run_time) {
   auto next = with_port_added(config_, port);
   if (!next) return next.error();
   if (port.mac)
@@ -159,6 +228,7 @@ std::optional<ConfigError> Daemon::add_port(const PortConfig& port) {
     config_ = previous;
     return ConfigError{ConfigErrorKind::kOperationFailed, "port " + port.name + ": " + error, {}};
   }
+  if (run_time) run_time_ports_.insert(port.name);
   persist();
   return std::nullopt;
 }
@@ -171,6 +241,7 @@ std::optional<ConfigError> Daemon::remove_port(const std::string& name) {
   }
   config_ = std::move(next.value());
   ports_.erase(name);
+  run_time_ports_.erase(name);
   spdlog::info("port {}: removed", name);
   persist();
   return std::nullopt;
@@ -208,15 +279,125 @@ std::string Daemon::version() {
 }
 
 void Daemon::set_log_level(LogLevel level) {
-  config_.log.level = level;
+  config_.log.level = level;  // until the next restart or reload: the file's is the lasting one
   spdlog::set_level(to_spdlog(level));
-  persist();
+}
+
+RunTimeState Daemon::run_time_state() const {
+  RunTimeState state;
+  for (const auto& u : config_.uplinks)
+    if (run_time_uplinks_.count(u.name)) state.uplinks.push_back(u);
+  for (const auto& p : config_.ports)
+    if (run_time_ports_.count(p.name)) state.ports.push_back(p);
+  return state;
 }
 
 void Daemon::persist() {
   if (!config_.state_file) return;
-  if (std::string error = save_config_file(config_, *config_.state_file); !error.empty())
+  if (std::string error = save_state_file(run_time_state(), *config_.state_file); !error.empty())
     spdlog::error("cannot save state to {}: {}", *config_.state_file, error);
+}
+
+namespace {
+
+// Equal but for the tunables overrides.
+template <class T>
+bool same_but_tunables(T a, const T& b) {
+  a.tunables = b.tunables;
+  return a == b;
+}
+
+}  // namespace
+
+std::vector<std::string> Daemon::reload(const Config& next) {
+  std::vector<std::string> problems;
+  auto problem = [&](std::string text) {
+    spdlog::error("reload: {}", text);
+    problems.push_back(std::move(text));
+  };
+  if (!(next.threads == config_.threads))
+    problem("threads changed: takes effect at the next start");
+  if (next.bpf_object != config_.bpf_object)
+    problem("bpf_object changed: takes effect at the next start");
+  config_.state_file = next.state_file;
+  config_.security = next.security;  // in force from the next start
+
+  // What the file had, by name (everything not added at run time).
+  std::map<std::string, PortConfig> old_ports;
+  for (const auto& p : config_.ports)
+    if (!run_time_ports_.count(p.name)) old_ports.emplace(p.name, p);
+  std::map<std::string, UplinkConfig> old_uplinks;
+  for (const auto& u : config_.uplinks)
+    if (!run_time_uplinks_.count(u.name)) old_uplinks.emplace(u.name, u);
+
+  // Uplinks to re-create or remove, and the ports on them.
+  std::set<std::string> uplinks_out;
+  for (const auto& [name, u] : old_uplinks) {
+    const UplinkConfig* n = next.find_uplink(name);
+    if (n == nullptr || !same_but_tunables(*n, u)) uplinks_out.insert(name);
+  }
+  for (const auto& u : next.uplinks)
+    if (run_time_uplinks_.count(u.name)) uplinks_out.insert(u.name);  // the file wins
+  std::vector<PortConfig> readd;  // run-time ports on an uplink being re-created
+  std::set<std::string> ports_out;
+  for (const auto& p : config_.ports) {
+    const bool run_time = run_time_ports_.count(p.name) != 0;
+    const PortConfig* n = next.find_port(p.name);
+    const bool on_gone_uplink = p.uplink && uplinks_out.count(*p.uplink);
+    if (run_time) {
+      if (n != nullptr) {
+        ports_out.insert(p.name);  // the file wins
+      } else if (on_gone_uplink) {
+        ports_out.insert(p.name);
+        readd.push_back(p);
+      }
+    } else if (n == nullptr || !same_but_tunables(*n, p) || on_gone_uplink) {
+      ports_out.insert(p.name);
+    }
+  }
+  for (const auto& name : ports_out)
+    if (auto e = remove_port(name)) problem("port " + name + ": " + e->message);
+  for (const auto& name : uplinks_out)
+    if (auto e = remove_uplink(name)) problem("uplink " + name + ": " + e->message);
+
+  if (next.socket_dirs != config_.socket_dirs) {
+    // Only if every port that stays lies below the new directories.
+    std::string outside;
+    for (const auto& p : config_.ports)
+      if (!sys::socket_root_of(p.socket, next.socket_dirs)) outside = p.name;
+    if (outside.empty()) {
+      config_.socket_dirs = next.socket_dirs;
+      sys::set_port_socket_dirs(config_.socket_dirs);
+    } else {
+      problem("socket_dirs not changed: port " + outside + "'s socket is not below the new ones");
+    }
+  }
+  if (!(next.tunables == config_.tunables)) {
+    config_.tunables = next.tunables;
+    spdlog::info("reload: global tunables changed");
+  }
+  // Overrides of what stays: taken from the file as they are.
+  for (auto& u : config_.uplinks)
+    if (const UplinkConfig* n = next.find_uplink(u.name); n && !run_time_uplinks_.count(u.name))
+      u.tunables = n->tunables;
+  for (auto& p : config_.ports)
+    if (const PortConfig* n = next.find_port(p.name); n && !run_time_ports_.count(p.name))
+      p.tunables = n->tunables;
+  apply_tunables();
+
+  for (const auto& u : next.uplinks)
+    if (config_.find_uplink(u.name) == nullptr)
+      if (auto e = add_uplink_from(u, false)) problem(e->message);
+  for (const auto& p : next.ports)
+    if (config_.find_port(p.name) == nullptr)
+      if (auto e = add_port_from(p, false)) problem(e->message);
+  for (const auto& p : readd)
+    if (auto e = add_port_from(p, true)) problem(e->message);
+  persist();
+  spdlog::info("reload: {} service thread(s), {} uplink(s), {} port(s){}",
+               dataplane_->thread_count(), uplinks_.size(), ports_.size(),
+               problems.empty() ? "" : ", " + std::to_string(problems.size()) + " problem(s)");
+  return problems;
 }
 
 }  // namespace xdpvhost::daemon

@@ -3,13 +3,23 @@
 // they were made from. Lives on the control thread (its io_context); the
 // control server and the config file both go through it, and a change that
 // fails leaves everything exactly as it was.
+//
+// Where the configuration comes from: --config (the file) declares
+// everything; the state file adds the ports and uplinks added over the
+// control socket (port.add, uplink.add) and not removed since -- and only
+// those, so control, metrics, log and tunables always come from the file.
+// An entry of the state file whose name the file also uses is dropped (the
+// file wins). reload() brings the running daemon to a new version of the
+// file through the same run-time changes the control methods make.
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "config/config_change.hpp"
@@ -22,7 +32,10 @@ namespace xdpvhost::daemon {
 
 class Daemon {
  public:
-  Daemon(boost::asio::io_context& io, Config config);
+  // `config` is the file's; `state` the state file's entries (added on top:
+  // an entry that clashes with the file or breaks a rule is left out and
+  // logged).
+  Daemon(boost::asio::io_context& io, Config config, RunTimeState state = {});
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -41,12 +54,28 @@ class Daemon {
   dataplane::Dataplane& dataplane() noexcept { return *dataplane_; }
   std::chrono::steady_clock::time_point started_at() const noexcept { return started_at_; }
 
-  // Run-time changes; on failure nothing changed.
+  // Run-time changes (the control methods); on failure nothing changed.
+  // Ports and uplinks added here are kept in the state file.
   std::optional<ConfigError> add_port(const PortConfig& port);
   std::optional<ConfigError> remove_port(const std::string& name);
   std::optional<ConfigError> set_tunables(const TunablesChange& change);
   std::optional<ConfigError> add_uplink(const UplinkConfig& uplink);
   std::optional<ConfigError> remove_uplink(const std::string& name);
+
+  // Applies a new version of the file (SIGHUP): ports and uplinks it no
+  // longer lists are removed, new ones added, changed ones re-created (a
+  // change of tunables overrides only is applied in place; ports on a
+  // re-created uplink are re-created with it), global tunables and
+  // socket_dirs set when they differ. Run-time ports and uplinks stay, but
+  // for those whose name the file now uses. threads and bpf_object need a
+  // restart: a change is logged and left. Control, metrics and log level are
+  // the caller's (it owns those listeners). Returns every problem met; what
+  // could be applied is.
+  std::vector<std::string> reload(const Config& next);
+
+  // The ports and uplinks added at run time (what the state file holds).
+  RunTimeState run_time_state() const;
+  bool is_run_time_port(const std::string& name) const { return run_time_ports_.count(name) != 0; }
 
   const controller::GuestPortController* find_port(const std::string& name) const;
   const std::map<std::string, std::unique_ptr<controller::GuestPortController>>& ports() const {
@@ -70,6 +99,9 @@ class Daemon {
   controller::UplinkController* uplink_of(const PortConfig& port);
   void apply_tunables();
   void persist();
+  std::optional<ConfigError> add_port_from(const PortConfig& port, bool run_time);
+  std::optional<ConfigError> add_uplink_from(const UplinkConfig& uplink, bool run_time);
+  void merge_state(const RunTimeState& state);
 
   boost::asio::io_context& io_;
   Config config_;
@@ -77,6 +109,8 @@ class Daemon {
   std::map<std::string, std::unique_ptr<controller::UplinkController>> uplinks_;
   std::map<std::string, std::unique_ptr<controller::GuestPortController>> ports_;
   std::uint32_t next_uplink_id_ = 0;
+  std::set<std::string> run_time_ports_;
+  std::set<std::string> run_time_uplinks_;
   std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
 };
 

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import time
 import unittest
@@ -82,12 +83,16 @@ class Shutdown(unittest.TestCase):
 
 
 class StateFile(unittest.TestCase):
-    def test_run_time_changes_survive_a_restart(self):
+    def test_run_time_ports_and_uplinks_survive_a_restart(self):
+        """The state file holds the ports and uplinks added over the control socket, and
+        only those: tunables, the log level and the config file's own ports come from
+        --config again at the next start."""
         d = ctltest.workdir("statefile")
         state = os.path.join(d, "state", "xdpvhostd.state.json")
         os.makedirs(os.path.dirname(state))
         sock = lambda n: os.path.join(d, f"{n}.sock")  # noqa: E731
         config = {"ports": [{"name": "vm1", "socket": sock("vm1"), "mac": MAC1}],
+                  "tunables": {"busy_poll_us": 20},
                   "state_file": state}
         daemon = ctltest.checked_daemon(d, config).start()
         try:
@@ -99,31 +104,56 @@ class StateFile(unittest.TestCase):
             daemon.call("tunables.set", busy_poll_us=7)
             daemon.call("tunables.set", port="vm2", signal_batch=4)
             daemon.call("log.set_level", level="debug")
-            expected = daemon.call("config.get")
-            # Written atomically: the file is the effective config, no temporaries left.
+            effective = daemon.call("config.get")
+            # Written atomically, mode 0600: only what was added at run time, no temporaries left.
             with open(state) as f:
-                self.assertEqual(json.load(f), expected)
+                saved = json.load(f)
+            self.assertEqual(saved, {"ports": [p for p in effective["ports"]
+                                               if p["name"] in ("vm2", "vm3")],
+                                     "uplinks": effective["uplinks"]})
+            self.assertEqual(stat.S_IMODE(os.stat(state).st_mode), 0o600)
             self.assertEqual(os.listdir(os.path.dirname(state)), ["xdpvhostd.state.json"])
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.tail())
-        # Started again from the same (original) config file: the state wins.
+        # Started again from the same config file: its own port and tunables, plus the state.
         daemon = ctltest.checked_daemon(d, config).start()
         try:
-            self.assertEqual(daemon.call("config.get"), expected)
             ports = {p["name"]: p for p in daemon.call("port.list")}
-            self.assertEqual(sorted(ports), ["vm2", "vm3"])
+            self.assertEqual(sorted(ports), ["vm1", "vm2", "vm3"])
             self.assertEqual(ports["vm3"]["mtu"], 9000)
             self.assertEqual(daemon.call("tunables.get", port="vm3")["overrides"], {"rx_burst": 16})
             self.assertEqual(daemon.call("tunables.get", port="vm2")["tunables"]["signal_batch"], 4)
-            self.assertEqual(daemon.call("tunables.get")["tunables"]["busy_poll_us"], 7)
+            self.assertEqual(daemon.call("tunables.get")["tunables"]["busy_poll_us"], 20)
+            self.assertEqual(daemon.call("config.get")["log"]["level"], "info")
             self.assertEqual([u["name"] for u in daemon.call("uplink.list")], ["up0"])
-            self.assertFalse(os.path.exists(sock("vm1")))
             # vm3 is served: a frontend can connect to its socket.
             s = socket.socket(socket.AF_UNIX)
             s.connect(sock("vm3"))
             s.close()
-            self.assertIn("restored state from", daemon.tail(200))
-            daemon.call("log.set_level", level="info")
+            self.assertIn("restored state: 2 port(s), 1 uplink(s)", daemon.tail(200))
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+
+    def test_state_entry_clashing_with_the_file_is_left_out(self):
+        """A port of the state file whose name the config file now uses: the file wins."""
+        d = ctltest.workdir("stateclash")
+        state = os.path.join(d, "state.json")
+        sock = lambda n: os.path.join(d, f"{n}.sock")  # noqa: E731
+        with open(state, "w") as f:
+            json.dump({"ports": [{"name": "vm1", "socket": sock("old"), "mac": MAC2},
+                                 {"name": "vm9", "socket": sock("vm9"), "mac": MAC3},
+                                 {"name": "bad", "socket": "relative.sock", "mac": MAC3}],
+                       "uplinks": []}, f)
+        config = {"ports": [{"name": "vm1", "socket": sock("vm1"), "mac": MAC1}],
+                  "state_file": state}
+        daemon = ctltest.checked_daemon(d, config).start()
+        try:
+            ports = {p["name"]: p for p in daemon.call("port.list")}
+            self.assertEqual(sorted(ports), ["vm1", "vm9"])
+            self.assertEqual(ports["vm1"]["socket"], sock("vm1"))
+            log = daemon.tail(200)
+            self.assertIn("port vm1 left out: the config file has a port of that name", log)
+            self.assertIn("ports[2].socket", log)
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.tail())
 

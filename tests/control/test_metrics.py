@@ -92,7 +92,8 @@ class Metrics(unittest.TestCase):
             self.assertIn(name, families)
             self.assertEqual(families[name]["type"], type_, name)
         for name, fam in families.items():
-            self.assertTrue(name.startswith("xdpvhost_"), name)
+            # The process families keep the Prometheus client conventions' names.
+            self.assertTrue(name.startswith("xdpvhost_") or name.startswith("process_"), name)
             self.assertTrue(fam["help"], name)
             if fam["type"] == "counter":
                 self.assertTrue(name.endswith("_total"), name)

@@ -338,7 +338,11 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
                                  {"mac_policy", "fixed"},
                                  {"queues", 1},
                                  {"mtu", 1500}}));
-  EXPECT_EQ(j["control"], (json{{"socket", "/run/xdpvhost/control.sock"}, {"mode", "0660"}}));
+  EXPECT_EQ(
+      j["control"],
+      (json{{"socket", "/run/xdpvhost/control.sock"}, {"mode", "0660"}, {"idle_timeout_s", 60}}));
+  EXPECT_EQ(j["socket_dirs"], json::array());
+  EXPECT_EQ(j["security"], (json{{"seccomp", true}}));
   EXPECT_EQ(j["threads"], (json{{"count", 1}}));
   EXPECT_EQ(j["tunables"].size(), 8u);
   EXPECT_EQ(j["metrics"]["listen"], "");
@@ -458,7 +462,7 @@ TEST(ConfigFile, SaveIsAtomicAndLoadsBackEqual) {
   auto full = parse_config(*SchemaRegistry::embedded().document("examples/config-full.json"));
   ASSERT_TRUE(full.ok());
   ASSERT_EQ(save_config_file(*full, path), "");
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}), 1);
   auto back = load_config_file(path);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, *full);
@@ -471,7 +475,112 @@ TEST(ConfigFile, SaveIsAtomicAndLoadsBackEqual) {
   EXPECT_EQ(*back, smaller);
 
   std::string err = save_config_file(smaller, (dir.path() / "no-such-dir" / "s.json").string());
-  EXPECT_NE(err.find("cannot create"), std::string::npos) << err;
+  EXPECT_NE(err.find("cannot create a temporary file"), std::string::npos) << err;
+}
+
+TEST(Config, WorldWritableControlSocketIsRefused) {
+  auto r = parse_config(json{{"control", {{"mode", "0666"}}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("control.mode: 0666 lets every local user", 0), 0u)
+      << r.error().message;
+  EXPECT_TRUE(parse_config(json{{"control", {{"mode", "0664"}}}}).ok());
+  EXPECT_TRUE(parse_config(json{{"control", {{"mode", "0600"}}}}).ok());
+}
+
+TEST(Config, PortSocketsOnlyBelowSocketDirs) {
+  const json port{{"name", "vm1"}, {"socket", "/run/other/vm1.sock"}, {"mac", "52:54:00:00:00:01"}};
+  auto r = parse_config(json{{"socket_dirs", {"/run/xdpvhost/claims"}}, {"ports", {port}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ConfigErrorKind::kSocketPath);
+  EXPECT_NE(r.error().message.find("is not below any of socket_dirs (/run/xdpvhost/claims)"),
+            std::string::npos)
+      << r.error().message;
+  // "/run/xdpvhost/claims2" is not below "/run/xdpvhost/claims".
+  json sibling = port;
+  sibling["socket"] = "/run/xdpvhost/claims2/vm1.sock";
+  EXPECT_FALSE(parse_config(json{{"socket_dirs", {"/run/xdpvhost/claims"}}, {"ports", {sibling}}}));
+  json below = port;
+  below["socket"] = "/run/xdpvhost/claims/0123456789ab/vhost.sock";
+  EXPECT_TRUE(parse_config(
+                  json{{"socket_dirs", {"/var/run/x", "/run/xdpvhost/claims"}}, {"ports", {below}}})
+                  .ok());
+  // Without socket_dirs: anywhere.
+  EXPECT_TRUE(parse_config(json{{"ports", {port}}}).ok());
+  // The directories themselves are absolute and normal.
+  auto bad = parse_config(json{{"socket_dirs", {"/run/../etc"}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("socket_dirs[0]"), std::string::npos) << bad.error().message;
+}
+
+TEST(Config, SocketPathsAreAbsoluteAndNormal) {
+  for (const char* path : {"vm1.sock", "/run/x/../vm1.sock", "/run//vm1.sock", "/run/./vm1.sock"}) {
+    auto r = parse_port(json{{"name", "vm1"}, {"socket", path}, {"mac", "52:54:00:00:00:01"}});
+    ASSERT_FALSE(r.ok()) << path;
+    EXPECT_EQ(r.error().kind, ConfigErrorKind::kSocketPath) << path;
+  }
+  auto r = parse_config(json{{"control", {{"socket", "control.sock"}}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ConfigErrorKind::kSocketPath);
+}
+
+TEST(StateFile, HoldsPortsAndUplinksWrittenMode0600WithoutFollowingSymlinks) {
+  TempDir dir;
+  const std::string path = (dir.path() / "state.json").string();
+  // A symlink at the fixed temporary name of older versions, and a victim behind it.
+  const std::string victim = (dir.path() / "victim").string();
+  { std::ofstream(victim) << "untouched"; }
+  fs::create_symlink(victim, path + ".tmp");
+  RunTimeState state;
+  auto port = parse_port(json{{"name", "vm2"}, {"socket", "/run/x/vm2.sock"}, {"mode", "client"}});
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  state.ports.push_back(*port);
+  auto uplink = parse_uplink(json{{"name", "up0"}, {"interface", "eth1"}});
+  ASSERT_TRUE(uplink.ok());
+  state.uplinks.push_back(*uplink);
+  ASSERT_EQ(save_state_file(state, path), "");
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "untouched");
+  // Only the state file and what the test made: no temporary left behind.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}), 3);
+  auto back = load_state_file(path);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->state, state);
+  EXPECT_TRUE(back->skipped.empty());
+
+  // A symlink at the state file's own name is replaced, not written through.
+  fs::remove(path);
+  fs::create_symlink(victim, path);
+  ASSERT_EQ(save_state_file(state, path), "");
+  EXPECT_FALSE(fs::is_symlink(path));
+  std::ifstream again(victim);
+  std::string text2((std::istreambuf_iterator<char>(again)), {});
+  EXPECT_EQ(text2, "untouched");
+}
+
+TEST(StateFile, AbsentIsEmptyAndBadEntriesAreSkipped) {
+  TempDir dir;
+  const std::string path = (dir.path() / "state.json").string();
+  auto none = load_state_file(path);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->state, RunTimeState{});
+  // An older state file was a whole config: its ports and uplinks are read, the rest ignored.
+  {
+    std::ofstream(path)
+        << R"({"ports": [{"name": "vm1", "socket": "/s/vm1.sock", "mac": "52:54:00:00:00:01"},
+                                         {"name": "bad", "socket": "relative.sock"}],
+                              "control": {"socket": "/x.sock"}, "log": {"level": "debug"}})";
+  }
+  auto r = load_state_file(path);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->state.ports.size(), 1u);
+  EXPECT_EQ(r->state.ports[0].name, "vm1");
+  ASSERT_EQ(r->skipped.size(), 1u);
+  EXPECT_EQ(r->skipped[0].rfind("ports[1].socket", 0), 0u) << r->skipped[0];
+  { std::ofstream(path) << "[1, 2]"; }
+  EXPECT_FALSE(load_state_file(path).ok());
 }
 
 }  // namespace

@@ -56,12 +56,14 @@ TEST(SchemaDefaults, PortAndUplinkAreTheControllerDefaults) {
 TEST(SchemaDefaults, DaemonSectionsAreTheConfigDefaults) {
   const json written = to_json(Config{});
   EXPECT_EQ(expect_defaults("threads", written.at("threads")), 1);
-  EXPECT_EQ(expect_defaults("control", written.at("control")), 2);
+  EXPECT_EQ(expect_defaults("control", written.at("control")), 3);  // socket, mode, idle_timeout_s
   EXPECT_EQ(expect_defaults("metrics", written.at("metrics")), 1);
   EXPECT_EQ(expect_defaults("log", written.at("log")), 1);
+  EXPECT_EQ(expect_defaults("security", written.at("security")), 1);
   const json& top = config_schema().at("properties");
   EXPECT_EQ(written.at("ports"), top.at("ports").at("default"));
   EXPECT_EQ(written.at("uplinks"), top.at("uplinks").at("default"));
+  EXPECT_EQ(written.at("socket_dirs"), top.at("socket_dirs").at("default"));
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+#include "process_metrics.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "sys/unique_fd.hpp"
+
+namespace xdpvhost::daemon::metrics {
+
+namespace {
+
+std::optional<std::string> read_small_file(const char* path) {
+  sys::UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > (1 << 20)) break;
+  }
+  return text;
+}
+
+struct DirClose {
+  void operator()(DIR* d) const noexcept { ::closedir(d); }
+};
+
+std::uint64_t count_open_fds() {
+  std::unique_ptr<DIR, DirClose> dir(::opendir("/proc/self/fd"));
+  if (!dir) return 0;
+  std::uint64_t n = 0;
+  while (const dirent* e = ::readdir(dir.get()))
+    if (e->d_name[0] != '.') ++n;
+  return n > 0 ? n - 1 : 0;  // not the directory's own fd
+}
+
+// Seconds since the epoch the machine booted (/proc/stat "btime").
+std::optional<double> boot_time() {
+  auto text = read_small_file("/proc/stat");
+  if (!text) return std::nullopt;
+  auto at = text->find("\nbtime ");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtod(text->c_str() + at + 7, nullptr);
+}
+
+}  // namespace
+
+std::optional<ProcessStats> read_process_stats() {
+  auto stat = read_small_file("/proc/self/stat");
+  if (!stat) return std::nullopt;
+  // "pid (comm) state ppid ..." -- comm may hold spaces and parentheses.
+  const auto close = stat->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  // Fields after the comm, counted from 3 (state).
+  const char* p = stat->c_str() + close + 2;
+  double fields[23] = {};
+  for (int field = 3; field <= 24 && *p != '\0'; ++field) {
+    char* end = nullptr;
+    if (field == 3) {
+      while (*p != ' ' && *p != '\0') ++p;
+    } else {
+      fields[field - 3] = std::strtod(p, &end);
+      p = end;
+    }
+    while (*p == ' ') ++p;
+  }
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  ProcessStats s;
+  // utime (14), stime (15), starttime (22), vsize (23), rss (24).
+  s.cpu_seconds = (fields[14 - 3] + fields[15 - 3]) / ticks;
+  s.virtual_bytes = static_cast<std::uint64_t>(fields[23 - 3]);
+  s.resident_bytes = static_cast<std::uint64_t>(fields[24 - 3] * page);
+  if (auto boot = boot_time()) s.start_time_seconds = *boot + fields[22 - 3] / ticks;
+  s.open_fds = count_open_fds();
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) s.max_fds = limit.rlim_cur;
+  return s;
+}
+
+void add_process_families(Families& out) {
+  const auto s = read_process_stats();
+  if (!s) return;
+  using prometheus::MetricType;
+  auto one = [&](const char* name, MetricType type, const char* help, double value) {
+    auto f = make_family(name, type, help);
+    add_sample(f, {}, value);
+    out.push_back(std::move(f));
+  };
+  one("process_cpu_seconds_total", MetricType::Counter,
+      "Total user and system CPU time spent in seconds.", s->cpu_seconds);
+  one("process_resident_memory_bytes", MetricType::Gauge, "Resident memory size in bytes.",
+      static_cast<double>(s->resident_bytes));
+  one("process_virtual_memory_bytes", MetricType::Gauge, "Virtual memory size in bytes.",
+      static_cast<double>(s->virtual_bytes));
+  one("process_open_fds", MetricType::Gauge, "Number of open file descriptors.",
+      static_cast<double>(s->open_fds));
+  one("process_max_fds", MetricType::Gauge, "Maximum number of open file descriptors.",
+      static_cast<double>(s->max_fds));
+  one("process_start_time_seconds", MetricType::Gauge,
+      "Start time of the process since unix epoch in seconds.", s->start_time_seconds);
+}
+
+}  // namespace xdpvhost::daemon::metrics

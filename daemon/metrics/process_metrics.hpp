@@ -1,0 +1,30 @@
+#pragma once
+// The process families every Prometheus client exports, under the names its
+// conventions give them: process_cpu_seconds_total (user + system, every
+// thread), process_resident_memory_bytes, process_virtual_memory_bytes,
+// process_open_fds, process_max_fds (the soft RLIMIT_NOFILE) and
+// process_start_time_seconds (since the epoch, from /proc/self/stat and the
+// boot time in /proc/stat, as the Go client computes it).
+
+#include <cstdint>
+#include <optional>
+
+#include "family_builder.hpp"
+
+namespace xdpvhost::daemon::metrics {
+
+struct ProcessStats {
+  double cpu_seconds = 0;
+  std::uint64_t resident_bytes = 0;
+  std::uint64_t virtual_bytes = 0;
+  std::uint64_t open_fds = 0;
+  std::uint64_t max_fds = 0;
+  double start_time_seconds = 0;
+};
+
+// Read now from /proc/self; nullopt if /proc cannot be read.
+std::optional<ProcessStats> read_process_stats();
+
+void add_process_families(Families& out);
+
+}  // namespace xdpvhost::daemon::metrics
