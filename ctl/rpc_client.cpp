@@ -46,6 +46,7 @@ bool RpcClient::connect() {
 }
 
 bool RpcClient::send_line(const std::string& line) {
+  closed_by_daemon_ = false;
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   std::size_t done = 0;
   while (done < line.size()) {
@@ -59,6 +60,7 @@ bool RpcClient::send_line(const std::string& line) {
     const ssize_t n = ::send(fd_.get(), line.data() + done, line.size() - done, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
+      closed_by_daemon_ = errno == EPIPE || errno == ECONNRESET;
       problem_ = "cannot send to " + path_ + ": " + std::strerror(errno);
       return false;
     }
@@ -91,6 +93,7 @@ bool RpcClient::read_line(std::string& line) {
     const ssize_t n = ::read(fd_.get(), chunk, sizeof chunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
+      closed_by_daemon_ = buffered_.empty();
       problem_ = "the daemon closed the connection on " + path_;
       return false;
     }
@@ -100,6 +103,10 @@ bool RpcClient::read_line(std::string& line) {
 
 CallOutcome RpcClient::call(const std::string& method, const json& params) {
   CallOutcome out;
+  // A connection kept from an earlier call (stats --watch) may have been
+  // closed by the daemon as idle (control.idle_timeout_s) without reading
+  // anything: then the request is sent again once, on a new connection.
+  const bool reused = fd_.valid();
   if (!connect()) {
     out.problem = problem_;
     return out;
@@ -108,7 +115,12 @@ CallOutcome RpcClient::call(const std::string& method, const json& params) {
   json request{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
   if (!params.is_null()) request["params"] = params;
   std::string line;
-  if (!send_line(request.dump() + "\n") || !read_line(line)) {
+  bool sent = send_line(request.dump() + "\n") && read_line(line);
+  if (!sent && reused && closed_by_daemon_) {
+    fd_.reset();
+    sent = connect() && send_line(request.dump() + "\n") && read_line(line);
+  }
+  if (!sent) {
     fd_.reset();
     out.problem = problem_;
     return out;

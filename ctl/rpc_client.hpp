@@ -42,6 +42,7 @@ class RpcClient {
   std::string path_;
   std::chrono::milliseconds timeout_;
   sys::UniqueFd fd_;
+  bool closed_by_daemon_ = false;  // the last failure was an EOF or EPIPE, nothing read
   std::string buffered_;
   std::string problem_;
   long next_id_ = 1;

@@ -74,7 +74,7 @@ UnixListener listen_unix(const std::string& path, const UnixListenOptions& optio
   auto where = locate_socket(path, options.roots, true, error);
   if (!where) return {};
   const int dir = where->dir.get();
-  const std::string& name = where->name;
+  const std::string name = where->name;  // a copy: `where` moves into the listener
   struct stat st {};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
@@ -111,7 +111,7 @@ UnixListener listen_unix(const std::string& path, const UnixListenOptions& optio
   }
   listener.dev = st.st_dev;
   listener.ino = st.st_ino;
-  listener.where = std::move(*where);
+  listener.where = std::move(*where);  // `dir` stays valid: the fd moved, not closed
   listener.fd = std::move(fd);
   if (options.group && ::fchownat(dir, name.c_str(), static_cast<uid_t>(-1), *options.group,
                                   AT_SYMLINK_NOFOLLOW) != 0) {
