@@ -1,8 +1,9 @@
 """Lifecycle of xdpvhostd: SIGTERM and SIGINT while guests are connected and
 frames flow end it with exit code 0 within a second (a functional deadline),
-with every socket it created removed; ports, uplinks, tunables and the log
-level changed at run time survive a restart through state_file; the log
-level comes from the config, --log-level and log.set_level."""
+with every socket it created removed; ports and uplinks added at run time
+survive a restart through state_file (and nothing else does: tunables and
+the log level come from --config again); the log level comes from the
+config, --log-level and log.set_level."""
 
 import json
 import os
