@@ -10,6 +10,13 @@
  *
  * Built vmlinux-free (linux/bpf.h + libbpf's bpf_helpers.h) with
  * clang -O2 -g -target bpf; -g provides the BTF libxdp needs.
+ *
+ * Multi-buffer (frags): the program reads only the Ethernet header, which
+ * is always in the linear part, and takes the frame length from
+ * bpf_xdp_get_buff_len() (linear part + frags; Linux 5.18+), so the same
+ * code is correct loaded plain (SEC("xdp")) or frags-aware: the loader
+ * (lib/nic/xdp_program.cpp) sets BPF_F_XDP_HAS_FRAGS with libxdp's
+ * xdp_program__set_xdp_frags_support() where the kernel and driver take it.
  */
 /* linux/bpf.h first: bpf_helpers.h needs its types. */
 #include <linux/bpf.h>
@@ -63,9 +70,8 @@ static __always_inline void count(__u32 stat) {
 
 SEC("xdp")
 int xdpvhost_steer(struct xdp_md* ctx) {
-  void* data = (void*)(long)ctx->data;
   void* data_end = (void*)(long)ctx->data_end;
-  struct ethhdr* eth = data;
+  struct ethhdr* eth = (void*)(long)ctx->data;
   struct xdp_steer_mac_key key = {};
   struct xdp_steer_config* cfg;
   __u32 zero = 0;
@@ -94,7 +100,9 @@ int xdpvhost_steer(struct xdp_md* ctx) {
     return XDP_PASS;
   }
 
-  if (cfg && cfg->max_frame_len && data_end - data > cfg->max_frame_len) {
+  /* The whole frame: data_end - data would count only the first buffer
+   * of a multi-buffer frame. */
+  if (cfg && cfg->max_frame_len && bpf_xdp_get_buff_len(ctx) > cfg->max_frame_len) {
     count(XDP_STEER_STAT_OVERSIZE_DROPPED);
     return XDP_DROP;
   }
