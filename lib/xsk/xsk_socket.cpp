@@ -3,6 +3,7 @@
 #include <net/if.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -35,17 +36,39 @@ const char* to_string(WakeupResult result) {
 
 namespace {
 
-int bind(Umem& umem, const XskSocketConfig& config, std::uint16_t mode_flag, xsk_socket** xsk,
-         xsk_ring_cons* rx, xsk_ring_prod* tx) {
+int bind(Umem& umem, const XskSocketConfig& config, std::uint16_t mode_flag, bool sg,
+         xsk_socket** xsk, xsk_ring_cons* rx, xsk_ring_prod* tx) {
   xsk_socket_config cfg{};
   cfg.rx_size = config.rx_size;
   cfg.tx_size = config.tx_size;
   cfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
   cfg.xdp_flags = 0;
-  cfg.bind_flags =
-      static_cast<std::uint16_t>(mode_flag | (config.need_wakeup ? XDP_USE_NEED_WAKEUP : 0));
+  cfg.bind_flags = static_cast<std::uint16_t>(
+      mode_flag | (config.need_wakeup ? XDP_USE_NEED_WAKEUP : 0) | (sg ? kBindUseSg : 0));
   return xsk_socket__create(xsk, config.ifname.c_str(), config.queue_id, umem.handle(), rx, tx,
                             &cfg);
+}
+
+// One bind the socket tries: a mode, with or without XDP_USE_SG.
+struct BindAttempt {
+  std::uint16_t mode_flag;
+  bool sg;
+};
+
+// In order: zero-copy before copy, and (when asked for) multi-buffer
+// before single-buffer in either -- copy mode with multi-buffer carries
+// long packets that zero-copy without it would drop.
+std::uint32_t bind_attempts(const XskSocketConfig& config, BindAttempt (&out)[4]) {
+  std::uint32_t n = 0;
+  const bool zc = config.bind_mode != BindMode::kCopy;
+  const bool copy = config.bind_mode != BindMode::kZeroCopy;
+  if (config.multi_buffer) {
+    if (zc) out[n++] = {XDP_ZEROCOPY, true};
+    if (copy) out[n++] = {XDP_COPY, true};
+  }
+  if (zc) out[n++] = {XDP_ZEROCOPY, false};
+  if (copy) out[n++] = {XDP_COPY, false};
+  return n;
 }
 
 }  // namespace
@@ -64,30 +87,36 @@ std::unique_ptr<XskSocket> XskSocket::create(Umem& umem, const XskSocketConfig& 
   std::unique_ptr<XskSocket> sock(new XskSocket(umem, config));
   sock->ifindex_ = static_cast<int>(ifindex);
 
-  std::string zc_refusal;
-  int err = -EINVAL;
-  if (config.bind_mode != BindMode::kCopy) {
-    err = bind(umem, config, XDP_ZEROCOPY, &sock->xsk_, &sock->rx_, &sock->tx_);
-    if (err != 0) {
-      zc_refusal = std::strerror(-err);
-      sock->xsk_ = nullptr;
-      if (config.bind_mode == BindMode::kZeroCopy) {
-        error = "xsk: " + config.ifname + " queue " + std::to_string(config.queue_id) +
-                ": zero-copy bind refused: " + zc_refusal;
-        return nullptr;
-      }
+  BindAttempt attempts[4];
+  const std::uint32_t count = bind_attempts(config, attempts);
+  std::string zc_refusal;  // why zero-copy was refused (its first attempt)
+  std::string sg_refusal;  // why multi-buffer was refused (the last attempt with it)
+  std::string last_refusal;
+  const BindAttempt* bound = nullptr;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const BindAttempt& a = attempts[i];
+    const int err = bind(umem, config, a.mode_flag, a.sg, &sock->xsk_, &sock->rx_, &sock->tx_);
+    if (err == 0) {
+      bound = &a;
+      break;
     }
+    sock->xsk_ = nullptr;
+    last_refusal = std::strerror(-err);
+    if (a.mode_flag == XDP_ZEROCOPY && zc_refusal.empty()) zc_refusal = last_refusal;
+    if (a.sg) sg_refusal = last_refusal;
   }
-  if (sock->xsk_ == nullptr) {
-    err = bind(umem, config, XDP_COPY, &sock->xsk_, &sock->rx_, &sock->tx_);
-    if (err != 0) {
-      sock->xsk_ = nullptr;
-      error = "xsk: " + config.ifname + " queue " + std::to_string(config.queue_id) +
-              ": copy-mode bind refused: " + std::strerror(-err);
+  const std::string where = "xsk: " + config.ifname + " queue " + std::to_string(config.queue_id);
+  if (bound == nullptr) {
+    if (config.bind_mode == BindMode::kZeroCopy) {
+      error = where + ": zero-copy bind refused: " + last_refusal;
+    } else {
+      error = where + ": copy-mode bind refused: " + last_refusal;
       if (!zc_refusal.empty()) error += " (zero-copy refused: " + zc_refusal + ")";
-      return nullptr;
     }
+    if (config.multi_buffer) error += " (multi-buffer refused: " + sg_refusal + ")";
+    return nullptr;
   }
+  sock->multi_buffer_ = bound->sg;
   umem.note_socket_bound();
 
   xdp_options opts{};
@@ -97,8 +126,14 @@ std::unique_ptr<XskSocket> XskSocket::create(Umem& umem, const XskSocketConfig& 
     return nullptr;
   }
   sock->zero_copy_ = (opts.flags & XDP_OPTIONS_ZEROCOPY) != 0;
+  if (sock->multi_buffer_ && !sock->zero_copy_)
+    sock->tx_max_packet_descriptors_ = kCopyModeMaxTxDescriptors;
   sock->bind_report_ = sock->zero_copy_ ? "zerocopy" : "copy";
-  if (!zc_refusal.empty()) sock->bind_report_ += " (zerocopy refused: " + zc_refusal + ")";
+  if (sock->multi_buffer_) sock->bind_report_ += ", multi-buffer";
+  if (config.multi_buffer && !sock->multi_buffer_)
+    sock->bind_report_ += " (multi-buffer refused: " + sg_refusal + ")";
+  if (!sock->zero_copy_ && !zc_refusal.empty())
+    sock->bind_report_ += " (zerocopy refused: " + zc_refusal + ")";
   return sock;
 }
 
@@ -121,6 +156,27 @@ WakeupResult XskSocket::classify(long ret) noexcept {
     default:
       return WakeupResult::kError;
   }
+}
+
+std::uint32_t XskSocket::rx_peek_packets(std::uint32_t n, std::uint32_t& idx) noexcept {
+  const auto options_at = [&](std::uint32_t i) { return rx_desc(idx + i).options; };
+  // The common case: libxdp's peek (an acquire load of the producer index
+  // when the cached entries are used up), ending at a packet boundary.
+  std::uint32_t got = rx_peek(n, idx);
+  std::uint32_t whole = whole_packet_descriptors(got, options_at);
+  if (whole == got) return got;
+  rx_cancel(got - whole);
+  if (whole != 0) return whole;
+  // No packet end among them. libxdp refreshes its cached producer index
+  // only once the cached entries are all consumed, which a cancelled tail
+  // never is: read it again ourselves (acquire: the descriptors the kernel
+  // published before it are visible) and look at everything there is.
+  rx_.cached_prod = __atomic_load_n(rx_.producer, __ATOMIC_ACQUIRE);
+  got = rx_peek(config_.rx_size, idx);
+  whole = whole_packet_descriptors(std::min(got, n), options_at);
+  if (whole == 0) whole = rx_packet(idx, got).descriptors;  // one packet longer than n
+  rx_cancel(got - whole);
+  return whole;
 }
 
 WakeupResult XskSocket::kick_tx() noexcept {

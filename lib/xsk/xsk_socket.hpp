@@ -8,6 +8,14 @@
 // the kernel actually uses is read back with getsockopt(XDP_OPTIONS) and
 // reported by zero_copy() / bind_report(), never assumed.
 //
+// Multi-buffer (XskSocketConfig::multi_buffer, XDP_USE_SG, Linux 6.6+): a
+// packet longer than one UMEM frame's room travels as a chain of
+// descriptors (descriptor_chain.hpp). RX: rx_peek_packets() hands out whole
+// packets only, rx_packet() measures one. TX: tx_reserve_packet() +
+// tx_packet_desc() + tx_submit(). The single-descriptor calls (rx_peek,
+// tx_reserve, tx_desc) work as before; a socket without multi-buffer never
+// sees a chain.
+//
 // Threading: the rings are SPSC; only the owning service thread may use the
 // ring methods, kick_tx() and wakeup_rx().
 
@@ -21,6 +29,7 @@
 #include <string_view>
 
 #include "xsk/bind_mode.hpp"
+#include "xsk/descriptor_chain.hpp"
 #include "xsk/umem.hpp"
 
 namespace xdpvhost::xsk {
@@ -32,6 +41,13 @@ struct XskSocketConfig {
   std::uint32_t tx_size = 2048;  // ring entries, power of two
   BindMode bind_mode = BindMode::kAuto;
   bool need_wakeup = true;  // XDP_USE_NEED_WAKEUP
+  // XDP_USE_SG: packets longer than one UMEM frame's room arrive and leave
+  // as chains of descriptors. Where the kernel refuses it (EINVAL before
+  // Linux 6.6; zero-copy on a driver without zero-copy multi-buffer) the
+  // socket is bound without it -- kAuto tries zero-copy with it, then copy
+  // with it, then both without -- and multi_buffer() / bind_report() say
+  // so. Without it the kernel drops such packets (rx_dropped).
+  bool multi_buffer = false;
 };
 
 // getsockopt(XDP_STATISTICS); all counters since the socket was created.
@@ -86,7 +102,12 @@ class XskSocket {
   Umem& umem() noexcept { return umem_; }
   // Zero-copy as reported by the kernel (XDP_OPTIONS_ZEROCOPY).
   bool zero_copy() const noexcept { return zero_copy_; }
-  // E.g. "copy (zerocopy refused: Operation not supported)".
+  // Bound with XDP_USE_SG (the kernel took the flag; kernels that do not
+  // know it refuse the bind with EINVAL, so success is the answer).
+  bool multi_buffer() const noexcept { return multi_buffer_; }
+  // E.g. "copy (zerocopy refused: Operation not supported)", "copy,
+  // multi-buffer (zerocopy refused: ...)", "copy (multi-buffer refused:
+  // Invalid argument)".
   const std::string& bind_report() const noexcept { return bind_report_; }
 
   // --- RX ring (consumer: us) ---
@@ -101,6 +122,29 @@ class XskSocket {
   std::uint32_t rx_pending() const noexcept {
     return __atomic_load_n(rx_.producer, __ATOMIC_ACQUIRE) - *rx_.consumer;
   }
+  // Gives back the last n descriptors peeked and not released: the next
+  // peek returns them again. Moves only our cached consumer index; nothing
+  // is published. Needed whenever fewer descriptors are released than were
+  // peeked (libxdp's next peek starts after the last one peeked).
+  void rx_cancel(std::uint32_t n) noexcept { xsk_ring_cons__cancel(&rx_, n); }
+
+  // --- RX of whole packets (multi-buffer) ---
+  // rx_peek that never ends inside a packet: peeks up to n descriptors and
+  // gives back (rx_cancel) those of a trailing packet whose last descriptor
+  // is not among them, so that packet comes again, whole, with a later
+  // peek. If the peeked descriptors hold no packet end, the producer index
+  // is read again (acquire) and the ring looked at in full, so a packet
+  // longer than n is returned alone rather than stuck. Returns how many
+  // descriptors the whole packets span (0: no packet complete yet); walk
+  // them with rx_packet() and rx_desc(), release them with rx_release().
+  std::uint32_t rx_peek_packets(std::uint32_t n, std::uint32_t& idx) noexcept;
+  // The packet whose first descriptor is at idx, with `avail` peeked
+  // descriptors from idx on: how many descriptors it spans (0 if its end is
+  // not among them) and its total length.
+  PacketExtent rx_packet(std::uint32_t idx, std::uint32_t avail) const noexcept {
+    return packet_extent(0, avail,
+                         [&](std::uint32_t i) -> const xdp_desc& { return rx_desc(idx + i); });
+  }
 
   // --- TX ring (producer: us) ---
   std::uint32_t tx_free(std::uint32_t want) noexcept { return xsk_prod_nb_free(&tx_, want); }
@@ -108,10 +152,44 @@ class XskSocket {
     return xsk_ring_prod__reserve(&tx_, n, &idx);
   }
   xdp_desc& tx_desc(std::uint32_t idx) noexcept { return *xsk_ring_prod__tx_desc(&tx_, idx); }
-  // Publishes n reserved descriptors and counts them in umem().tx_in_flight().
+  // Publishes n reserved descriptors (one store-release of the producer
+  // index, so every descriptor written before is visible to the kernel
+  // first) and counts them in umem().tx_in_flight(). With multi-buffer
+  // packets n must end at a packet's last descriptor: descriptors published
+  // together are seen together, which is what makes a packet atomic.
   void tx_submit(std::uint32_t n) noexcept {
     xsk_ring_prod__submit(&tx_, n);
     umem_.note_tx_submitted(n);
+  }
+
+  // --- TX of multi-descriptor packets (multi-buffer) ---
+  // Most descriptors one TX packet may span: 1 without multi-buffer; copy
+  // mode with it MAX_SKB_FRAGS + 1 (kCopyModeMaxTxDescriptors, 18; a longer
+  // chain is dropped whole by the kernel and counted in tx_invalid_descs);
+  // zero-copy with it 1 until set_tx_max_packet_descriptors() is given the
+  // driver's limit (NETDEV_A_DEV_XDP_ZC_MAX_SEGS).
+  std::uint32_t tx_max_packet_descriptors() const noexcept { return tx_max_packet_descriptors_; }
+  void set_tx_max_packet_descriptors(std::uint32_t n) noexcept {
+    if (multi_buffer_ && n != 0) tx_max_packet_descriptors_ = n;
+  }
+  // Reserves `descriptors` consecutive TX slots for one packet, all or
+  // nothing (tx_reserve). Returns `descriptors`, or 0 -- nothing reserved --
+  // when the ring lacks room, descriptors is 0 or it exceeds
+  // tx_max_packet_descriptors().
+  std::uint32_t tx_reserve_packet(std::uint32_t descriptors, std::uint32_t& idx) noexcept {
+    if (descriptors == 0 || descriptors > tx_max_packet_descriptors_) return 0;
+    return tx_reserve(descriptors, idx);
+  }
+  // Writes descriptor i of `count` of the packet reserved at idx (slot
+  // idx + i): addr, len (> 0: the kernel refuses empty descriptors) and
+  // XDP_PKT_CONTD on every descriptor but the last. Plain stores; tx_submit
+  // publishes them.
+  void tx_packet_desc(std::uint32_t idx, std::uint32_t i, std::uint32_t count, std::uint64_t addr,
+                      std::uint32_t len) noexcept {
+    xdp_desc& d = tx_desc(idx + i);
+    d.addr = addr;
+    d.len = len;
+    d.options = tx_options(i, count);
   }
   bool tx_needs_wakeup() const noexcept { return xsk_ring_prod__needs_wakeup(&tx_) != 0; }
   // Submitted descriptors the kernel has not consumed yet.
@@ -151,6 +229,8 @@ class XskSocket {
   xsk_ring_prod tx_{};
   int ifindex_ = 0;
   bool zero_copy_ = false;
+  bool multi_buffer_ = false;
+  std::uint32_t tx_max_packet_descriptors_ = 1;
   std::string bind_report_;
   int last_errno_ = 0;
 };
