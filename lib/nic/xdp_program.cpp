@@ -149,28 +149,52 @@ std::unique_ptr<XdpProgram> XdpProgram::attach(const std::string& ifname,
   const std::string path =
       options.object_path.empty() ? default_bpf_object_path() : options.object_path;
   LogCapture capture(self->attach_log_);
-  self->prog_ = xdp_program__open_file(path.c_str(), "xdp", nullptr);
-  if (const long err = libxdp_get_error(self->prog_); err != 0) {
-    self->prog_ = nullptr;
-    error = "xdp: open " + path + ": " + std::strerror(static_cast<int>(-err));
-    return nullptr;
+
+  // Attempts in order: native before skb, and in each the frags-aware
+  // program before the plain one. The flag is set before the program is
+  // loaded, so a change of it needs a freshly opened program.
+  struct Attempt {
+    xdp_attach_mode mode;
+    bool frags;
+  };
+  Attempt attempts[4];
+  std::uint32_t count = 0;
+  for (const xdp_attach_mode mode : {XDP_MODE_NATIVE, XDP_MODE_SKB}) {
+    if (mode == XDP_MODE_NATIVE && options.mode == XdpModeRequest::kSkb) continue;
+    if (mode == XDP_MODE_SKB && options.mode == XdpModeRequest::kNative) continue;
+    if (options.frags) attempts[count++] = {mode, true};
+    attempts[count++] = {mode, false};
+  }
+  std::string native_refusal;  // the first native attempt's error
+  std::string frags_refusal;   // the last frags attempt's error
+  int err = -EINVAL;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const Attempt& a = attempts[i];
+    if (self->prog_ == nullptr || xdp_program__xdp_frags_support(self->prog_) != a.frags) {
+      if (self->prog_ != nullptr) xdp_program__close(self->prog_);
+      self->prog_ = xdp_program__open_file(path.c_str(), "xdp", nullptr);
+      if (const long open_err = libxdp_get_error(self->prog_); open_err != 0) {
+        self->prog_ = nullptr;
+        error = "xdp: open " + path + ": " + std::strerror(static_cast<int>(-open_err));
+        return nullptr;
+      }
+      if (a.frags) {
+        if (const int ferr = xdp_program__set_xdp_frags_support(self->prog_, true); ferr != 0) {
+          frags_refusal = std::strerror(-ferr);
+          continue;
+        }
+      }
+    }
+    err = xdp_program__attach(self->prog_, ifindex, a.mode, 0);
+    if (err == 0) {
+      self->mode_ = a.mode == XDP_MODE_NATIVE ? XdpMode::kNative : XdpMode::kSkb;
+      break;
+    }
+    const std::string why = std::strerror(-err);
+    if (a.mode == XDP_MODE_NATIVE && native_refusal.empty()) native_refusal = why;
+    if (a.frags) frags_refusal = why;
   }
   self->object_path_ = path;
-
-  std::string native_refusal;
-  int err = -EINVAL;
-  if (options.mode != XdpModeRequest::kSkb) {
-    err = xdp_program__attach(self->prog_, ifindex, XDP_MODE_NATIVE, 0);
-    if (err == 0) {
-      self->mode_ = XdpMode::kNative;
-    } else {
-      native_refusal = std::strerror(-err);
-    }
-  }
-  if (err != 0 && options.mode != XdpModeRequest::kNative) {
-    err = xdp_program__attach(self->prog_, ifindex, XDP_MODE_SKB, 0);
-    if (err == 0) self->mode_ = XdpMode::kSkb;
-  }
   if (err != 0) {
     error = "xdp: attach to " + ifname + " failed: " + std::strerror(-err);
     if (!native_refusal.empty()) error += " (native: " + native_refusal + ")";
@@ -180,6 +204,8 @@ std::unique_ptr<XdpProgram> XdpProgram::attach(const std::string& ifname,
     if (err == -EBUSY || err == -EEXIST) error += "; another XDP program is attached";
     return nullptr;
   }
+  if (self->mode_ == XdpMode::kNative) native_refusal.clear();
+  self->frags_ = xdp_program__xdp_frags_support(self->prog_);
   self->attached_ = true;
   self->program_id_ = xdp_program__id(self->prog_);
 
@@ -206,13 +232,15 @@ std::unique_ptr<XdpProgram> XdpProgram::attach(const std::string& ifname,
     return nullptr;
   }
 
-  self->attach_report_ = std::string(to_string(self->mode_)) +
+  self->attach_report_ = std::string(to_string(self->mode_)) + (self->frags_ ? ", frags" : "") +
                          (self->via_dispatcher_ ? ", libxdp dispatcher" : ", single program");
   if (!self->via_dispatcher_) {
     if (const std::string why = dispatcher_fallback_reason(self->attach_log_); !why.empty()) {
       self->attach_report_ += " (dispatcher: " + why + ")";
     }
   }
+  if (options.frags && !self->frags_)
+    self->attach_report_ += " (frags refused: " + frags_refusal + ")";
   if (!native_refusal.empty()) self->attach_report_ += " (native refused: " + native_refusal + ")";
   if (!stale_report.empty()) self->attach_report_ += "; " + stale_report;
   return self;

@@ -6,6 +6,17 @@
 // CAP_SYS_RESOURCE) libxdp attaches the program alone, and this class
 // reports which of the two happened and in which mode (native or skb).
 //
+// Multi-buffer: the program reads only the Ethernet header and measures
+// frames with bpf_xdp_get_buff_len() (Linux 5.18+), so it is correct for
+// frames spread over several buffers. attach() loads it frags-aware
+// (BPF_F_XDP_HAS_FRAGS, libxdp's xdp_program__set_xdp_frags_support)
+// first and falls back to the plain program where that attach is refused;
+// frags() and attach_report() say which. A frags-aware program is what lets
+// a driver hand XDP frames longer than one page -- veth refuses a plain
+// native program while its peer's MTU exceeds 3506 (ERANGE, "Peer MTU is
+// too large to set XDP"), and caps the peer's MTU there while one is
+// attached (measured on 6.18; see README.md).
+//
 // The destructor detaches the program. A process killed with SIGKILL
 // cannot: the program stays on the interface. attach() therefore first
 // removes any earlier xdpvhost program from the interface (remove_stale()).
@@ -46,6 +57,9 @@ struct XdpProgramOptions {
   XdpModeRequest mode = XdpModeRequest::kAuto;
   bool remove_stale = true;         // detach earlier xdpvhost programs first
   std::uint32_t max_frame_len = 0;  // oversize limit for guest frames; 0 = none
+  // Try the frags-aware program first (native, then skb), the plain one
+  // where it is refused. false: the plain program only.
+  bool frags = true;
 };
 
 // The program's counters, summed over all CPUs.
@@ -94,8 +108,13 @@ class XdpProgram {
   // True if attached as a component of libxdp's multiprog dispatcher, false
   // if attached alone (libxdp's fallback).
   bool via_dispatcher() const noexcept { return via_dispatcher_; }
-  // One line for logs/control socket, e.g. "native, single program
-  // (dispatcher: Compatibility check for dispatcher program failed: ...)".
+  // Loaded frags-aware (BPF_F_XDP_HAS_FRAGS): the driver may hand it frames
+  // in several buffers, and AF_XDP sockets bound with multi-buffer receive
+  // them as descriptor chains.
+  bool frags() const noexcept { return frags_; }
+  // One line for logs/control socket, e.g. "native, frags, single program
+  // (dispatcher: Compatibility check for dispatcher program failed: ...)",
+  // or "... (frags refused: <why>)" when the plain program was attached.
   const std::string& attach_report() const noexcept { return attach_report_; }
   // The object file the program was loaded from.
   const std::string& object_path() const noexcept { return object_path_; }
@@ -132,6 +151,7 @@ class XdpProgram {
   bool attached_ = false;
   XdpMode mode_ = XdpMode::kNative;
   bool via_dispatcher_ = false;
+  bool frags_ = false;
   std::uint32_t program_id_ = 0;
   std::string attach_report_;
   std::string object_path_;
