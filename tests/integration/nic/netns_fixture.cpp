@@ -64,7 +64,7 @@ std::vector<std::vector<std::uint8_t>> PacketSocket::receive(std::size_t count, 
   std::vector<std::vector<std::uint8_t>> frames;
   int waited = 0;
   while (frames.size() < count && waited <= timeout_ms) {
-    std::vector<std::uint8_t> buf(10000);
+    std::vector<std::uint8_t> buf(70000);  // the longest frame veth carries (MTU 65535)
     sockaddr_ll from{};
     socklen_t len = sizeof from;
     const ssize_t n =
