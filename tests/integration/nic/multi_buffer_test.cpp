@@ -297,16 +297,23 @@ TEST_F(MultiBufferTest, PeekNeverEndsInsideAPacket) {
   EXPECT_EQ(path_.socket->rx_peek_packets(4, idx), 0u);
 }
 
+// libxdp's next peek starts after the last descriptor peeked, not the last
+// released: descriptors peeked and neither released nor given back are
+// skipped (and their frames never return) until rx_cancel() gives them back.
 TEST_F(MultiBufferTest, CancelGivesPeekedDescriptorsBackInOrder) {
   open_path();
   for (std::uint32_t i = 0; i < 5; ++i) ASSERT_TRUE(peer_->send(guest_frame(i, 100)));
   std::uint32_t idx = 0;
   ASSERT_EQ(path_.socket->rx_peek(5, idx), 5u);
-  // Use two, give three back (a destination was full): they come again.
-  for (std::uint32_t k = 0; k < 2; ++k)
+  // Use two, keep three (a destination was full) without giving them back:
+  for (std::uint32_t k = 0; k < 2; ++k) {
     path_.umem->frames().free(path_.socket->rx_desc(idx + k).addr);
-  path_.socket->rx_cancel(3);
+  }
   path_.socket->rx_release(2);
+  EXPECT_EQ(path_.socket->rx_pending(), 3u);
+  EXPECT_EQ(path_.socket->rx_peek(5, idx), 0u);  // skipped
+  // Given back, they come again, in order.
+  path_.socket->rx_cancel(3);
   ASSERT_EQ(path_.socket->rx_peek(5, idx), 3u);
   for (std::uint32_t k = 0; k < 3; ++k) {
     EXPECT_EQ(frame_seq(path_.umem->data(path_.socket->rx_desc(idx + k).addr)), 2u + k);
@@ -408,7 +415,7 @@ TEST_F(MultiBufferTest, AJumboFrameWithoutEnoughFillFramesIsDroppedWhole) {
   XskStatistics st = xsk_stats();
   EXPECT_EQ(st.rx_dropped, 1u);
   EXPECT_EQ(st.rx_fill_ring_empty_descs, 0u);  // the ring was not empty, only too short
-  EXPECT_EQ(path_.umem->fill_level(), 5u);  // none of the five was used
+  EXPECT_EQ(path_.umem->fill_level(), 5u);     // none of the five was used
   // The frames still serve a packet that fits them.
   ASSERT_TRUE(peer_->send(guest_frame(1, 8000)));
   const auto packets = path_.receive_packets(1, 2000);
