@@ -112,6 +112,11 @@ json port_stats(const PortStatsSnapshot& s) {
   json j = json::object();
   put_counters(j, dataplane::kPortCounters, s.counters);
   j[std::string(dataplane::kPortDrops.name)] = drops_json(s.drops);
+  json refused = json::object();
+  for (std::size_t i = 0; i < s.offload_refused.size(); ++i)
+    if (static_cast<net::OffloadError>(i) != net::OffloadError::none)
+      refused[net::counter_name(static_cast<net::OffloadError>(i))] = s.offload_refused[i];
+  j[std::string(dataplane::kOffloadRefused.name)] = std::move(refused);
   return j;
 }
 

@@ -24,15 +24,19 @@ dataplane::CounterValues<N> minus(const dataplane::CounterValues<N>& a,
 struct PortStatsSnapshot {
   dataplane::CounterValues<dataplane::kPortCounters.size()> counters{};
   dataplane::CounterValues<dataplane::kDropReasons> drops{};
+  dataplane::CounterValues<net::kOffloadErrorCount> offload_refused{};
 
   static PortStatsSnapshot of(const dataplane::PortCounters& c) {
     PortStatsSnapshot s;
     s.counters = dataplane::read_counters(c, dataplane::kPortCounters);
     for (std::size_t i = 0; i < s.drops.size(); ++i) s.drops[i] = c.drops[i].get();
+    for (std::size_t i = 0; i < s.offload_refused.size(); ++i)
+      s.offload_refused[i] = c.offload_refused[i].get();
     return s;
   }
   PortStatsSnapshot since(const PortStatsSnapshot& base) const {
-    return {minus(counters, base.counters), minus(drops, base.drops)};
+    return {minus(counters, base.counters), minus(drops, base.drops),
+            minus(offload_refused, base.offload_refused)};
   }
 };
 

@@ -115,6 +115,18 @@ void add_port_families(Families& out, const Daemon& daemon) {
   }
   add_counter_families(out, "xdpvhost_port_", dataplane::kPortCounters, rows);
   add_drop_family(out, "xdpvhost_port_", labels, drops);
+  {
+    const auto& info = dataplane::kOffloadRefused;
+    auto f = make_family(std::string("xdpvhost_port_") + std::string(info.family),
+                         MetricType::Counter, info.help);
+    for (std::size_t r = 0; r < ports.size(); ++r)
+      for (std::size_t i = 1; i < net::kOffloadErrorCount; ++i) {
+        std::vector<Label> l = labels[r];
+        l.emplace_back(info.label, net::counter_name(static_cast<net::OffloadError>(i)));
+        add_sample(f, LabelSpan(l), ports[r].counters.offload_refused[i]);
+      }
+    out.push_back(std::move(f));
+  }
 }
 
 void add_thread_families(Families& out, Daemon& daemon) {

@@ -19,7 +19,7 @@ dataplane::Dataplane::Options dataplane_options(const Config& config) {
 
 }  // namespace
 
-Daemon::Daemon(boost::asio::io_context& io, Config config, RunTimeState state)
+Daemon::Daemon(boost::asio::io_context& io, Config config, const RunTimeState& state)
     : io_(io), config_(std::move(config)) {
   merge_state(state);
 }

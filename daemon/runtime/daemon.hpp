@@ -35,7 +35,7 @@ class Daemon {
   // `config` is the file's; `state` the state file's entries (added on top:
   // an entry that clashes with the file or breaks a rule is left out and
   // logged).
-  Daemon(boost::asio::io_context& io, Config config, RunTimeState state = {});
+  Daemon(boost::asio::io_context& io, Config config, const RunTimeState& state = {});
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "dataplane/drop_reason.hpp"
+#include "net/offload_error.hpp"
 
 namespace xdpvhost::dataplane {
 
@@ -71,14 +72,23 @@ struct PortCounters {
   Counter interrupts_suppressed;  // used updates the guest asked not to be told about
   Counter queue_errors;           // queues broken by a malformed ring
   Counter mac_learned;            // source MACs learned (mac_policy learn, learn-move)
+  Counter gso_rx;                 // GSO frames taken from the guest
+  Counter gso_tx;                 // GSO frames delivered to the guest whole
+  Counter gso_segments;           // segments made here in software from GSO frames
+  Counter csum_software;          // partial checksums finished here in software
+  Counter csum_offloaded;         // partial checksums handed to the NIC (AF_XDP TX metadata)
   std::array<Counter, kDropReasons> drops;
+  std::array<Counter, net::kOffloadErrorCount> offload_refused;  // by OffloadError
 
   void drop(DropReason r, std::uint64_t n = 1) noexcept {
     drops[static_cast<std::size_t>(r)].add(n);
   }
+  void refused(net::OffloadError e) noexcept {
+    offload_refused[static_cast<std::size_t>(e)].add();
+  }
 };
 
-inline constexpr std::array<CounterField<PortCounters>, 9> kPortCounters{{
+inline constexpr std::array<CounterField<PortCounters>, 14> kPortCounters{{
     {&PortCounters::rx_packets,
      {"rx_packets", "packets_total",
       "Frames per port, seen from the switch: rx taken from the port (a guest's transmit "
@@ -121,7 +131,31 @@ inline constexpr std::array<CounterField<PortCounters>, 9> kPortCounters{{
       "Source MACs a guest port learned (mac_policy learn or learn-move); port.get shows the "
       "current one."},
      PortScope::kGuest},
+    {&PortCounters::gso_rx,
+     {"gso_rx", "gso_frames_total",
+      "GSO (TSO/USO) frames of a guest port: rx taken from the guest, tx delivered to it whole.",
+      "direction", "rx"},
+     PortScope::kGuest},
+    {&PortCounters::gso_tx, {"gso_tx", "gso_frames_total", "", "direction", "tx"}, PortScope::kGuest},
+    {&PortCounters::gso_segments,
+     {"gso_segments", "gso_segments_total",
+      "Segments made in software from GSO frames, at the port they were delivered to (the "
+      "uplink, or a guest that does not take the GSO type)."}},
+    {&PortCounters::csum_software,
+     {"csum_software", "checksums_total",
+      "Partial checksums (NEEDS_CSUM) finished for frames delivered to the port: in software, "
+      "or handed to the NIC (AF_XDP TX checksum offload).",
+      "path", "software"}},
+    {&PortCounters::csum_offloaded, {"csum_offloaded", "checksums_total", "", "path", "offloaded"}},
 }};
+
+// A guest's refused offload requests, by reason (net::OffloadError): JSON
+// object "offload_refused", family offload_refused_total with label reason.
+inline constexpr CounterInfo kOffloadRefused{
+    "offload_refused", "offload_refused_total",
+    "Frames a guest sent with a virtio-net GSO/checksum request the frame contradicts, by "
+    "reason (dropped as bad_offload).",
+    "reason"};
 
 // Every port's drops, by reason: JSON object "drops", family drops_total
 // with label reason (every reason listed, zero or not).
@@ -139,9 +173,11 @@ struct UplinkQueueCounters {
   Counter napi_polls;      // recvfrom() driving NAPI while the rings were empty
   Counter flood_rx;        // broadcast/multicast copies from the packet socket
   Counter flood_dropped;   // lost in the packet socket's buffer
+  Counter gro_frames;      // super-frames GRO made for guests
+  Counter gro_segments;    // segments coalesced into them
 };
 
-inline constexpr std::array<CounterField<UplinkQueueCounters>, 11> kUplinkQueueCounters{{
+inline constexpr std::array<CounterField<UplinkQueueCounters>, 13> kUplinkQueueCounters{{
     {&UplinkQueueCounters::rx_dropped,
      {"rx_dropped",
       "xsk_rx_dropped_total",
@@ -193,6 +229,12 @@ inline constexpr std::array<CounterField<UplinkQueueCounters>, 11> kUplinkQueueC
     {&UplinkQueueCounters::flood_dropped,
      {"flood_dropped", "flood_drops_total",
       "Broadcast and multicast frames the uplink's flood path dropped (packet socket full)."}},
+    {&UplinkQueueCounters::gro_frames,
+     {"gro_frames", "gro_frames_total",
+      "GSO super-frames software GRO made from the queue's TCP segments for guests with "
+      "GUEST_TSO."}},
+    {&UplinkQueueCounters::gro_segments,
+     {"gro_segments", "gro_segments_total", "TCP segments GRO coalesced into super-frames."}},
 }};
 
 // ---- service threads --------------------------------------------------------------

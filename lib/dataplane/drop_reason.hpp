@@ -14,7 +14,8 @@ enum class DropReason : std::uint8_t {
   kPortNotReady,        // the destination port has no running receive queue
   kUnknownDestination,  // unicast to a MAC no port owns and no uplink to send it to
   kOversize,            // longer than the MTU the port was configured or told
-  kMalformed,           // shorter than an Ethernet header, or a bad offload header
+  kMalformed,           // shorter than an Ethernet header
+  kBadOffload,          // a virtio-net header whose GSO/checksum request the frame contradicts
   kHairpin,             // destination is the port it came from
   kMailboxFull,         // the service thread owning the destination was too far behind
   kPortGone,            // the destination port was removed while the frame was in flight
@@ -43,6 +44,8 @@ constexpr const char* to_string(DropReason r) {
       return "oversize";
     case DropReason::kMalformed:
       return "malformed";
+    case DropReason::kBadOffload:
+      return "bad_offload";
     case DropReason::kHairpin:
       return "hairpin";
     case DropReason::kMailboxFull:

@@ -1,5 +1,7 @@
 #include "dataplane/forwarder.hpp"
 
+#include "net/gso_segmenter.hpp"
+
 namespace xdpvhost::dataplane {
 
 bool Forwarder::forward(Port& from, const Frame& frame) noexcept {
@@ -43,19 +45,41 @@ void Forwarder::flood(Port& from, const Frame& frame) noexcept {
 
 bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept {
   if (to.thread == thread_) {
-    if (unicast && !to.port->can_accept()) return false;
+    if (unicast && !to.port->can_accept(frame)) return false;
     to.port->deliver(frame);
     return true;
   }
+  Mailbox* box = to.thread < outboxes_.size() ? outboxes_[to.thread] : nullptr;
   if (frame.len > Mailbox::kMaxFrame) {
+    if (box != nullptr && frame.offload.is_gso())
+      return push_segments(from, *box, to, frame, unicast);
     from.counters().drop(DropReason::kOversize);
     return true;
   }
-  Mailbox* box = to.thread < outboxes_.size() ? outboxes_[to.thread] : nullptr;
   if (box == nullptr || !box->push(to.port_id, frame)) {
     if (unicast && box != nullptr) return false;
     from.counters().drop(DropReason::kMailboxFull);
     return true;
+  }
+  pushed_[to.thread] = true;
+  return true;
+}
+
+bool Forwarder::push_segments(Port& from, Mailbox& box, const SwitchEntry& to,
+                              const Frame& frame, bool unicast) noexcept {
+  net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
+  if (box.free_slots() < segmenter.total()) {
+    if (unicast) return false;  // the sender waits, as for a full mailbox
+    from.counters().drop(DropReason::kMailboxFull);
+    return true;
+  }
+  if (segment_.size() < Mailbox::kMaxFrame) segment_.resize(Mailbox::kMaxFrame);
+  net::SegmentMeta meta;
+  while (segmenter.remaining() > 0 &&
+         segmenter.write_next(segment_.data(), Mailbox::kMaxFrame, meta)) {
+    const Span span{segment_.data(), meta.len};
+    box.push(to.port_id, Frame(span));
+    from.counters().gso_segments.add();
   }
   pushed_[to.thread] = true;
   return true;

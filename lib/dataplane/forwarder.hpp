@@ -31,6 +31,7 @@ class Forwarder {
   }
   void set_table(std::shared_ptr<const SwitchTable> table) { table_ = std::move(table); }
   const SwitchTable* table() const noexcept { return table_.get(); }
+  std::uint16_t thread() const noexcept { return thread_; }
 
   // Forwards a frame taken from `from`. Returns false if a unicast frame
   // cannot be taken now (destination full): the caller keeps it and stops
@@ -50,11 +51,15 @@ class Forwarder {
  private:
   bool send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept;
   void flood(Port& from, const Frame& frame) noexcept;
+  // A GSO frame longer than a mailbox slot, as segments (made in software).
+  bool push_segments(Port& from, Mailbox& box, const SwitchEntry& to, const Frame& frame,
+                     bool unicast) noexcept;
 
   std::uint16_t thread_;
   std::shared_ptr<const SwitchTable> table_;
   std::vector<Mailbox*> outboxes_;
   std::vector<bool> pushed_;
+  std::vector<std::uint8_t> segment_;  // one segment at a time
 };
 
 }  // namespace xdpvhost::dataplane

@@ -1,56 +1,60 @@
 #pragma once
 // A frame in flight through the switch: the bytes of one Ethernet frame,
-// possibly scattered over guest buffers, and the offloads the sender's
-// virtio-net header asked for.
+// possibly scattered over guest buffers or UMEM frames, and the offloads its
+// sender asked for (segmentation, a checksum left unfinished), already
+// validated against the frame's headers by the port that took it in.
 
 #include <cstdint>
 #include <cstring>
 
+#include "net/byte_spans.hpp"
 #include "net/ethernet.hpp"
 #include "net/mac_address.hpp"
-#include "virtio/guest_memory.hpp"
+#include "net/offload_validation.hpp"
 
 namespace xdpvhost::dataplane {
 
-using Span = virtio::HostSpan;
-
-// The L4 checksum the sender left to the "NIC" (virtio-net NEEDS_CSUM): the
-// 16-bit field at start + offset holds only the pseudo-header sum.
-struct ChecksumRequest {
-  bool needed = false;
-  std::uint16_t start = 0;
-  std::uint16_t offset = 0;
-};
-
-// What the sender's virtio-net header asks of the switch for this frame; it
-// travels with the frame (mailboxes, the backlog) to whoever delivers it.
-struct Offload {
-  ChecksumRequest csum;
-};
+using Span = net::ByteSpan;
 
 struct Frame {
   const Span* spans = nullptr;
   std::uint32_t span_count = 0;
   std::uint32_t len = 0;
-  Offload offload;
+  // GSO and NEEDS_CSUM as the sender asked, with the parsed layout; nothing
+  // asked (the default) for frames from the uplink.
+  net::ValidatedOffload offload;
+  // Every checksum of the frame was verified (GRO): a guest may be told
+  // DATA_VALID.
+  bool data_valid = false;
   // The Ethernet header, contiguous (valid when has_ethernet_header()).
   std::uint8_t eth[net::kEthernetHeader] = {};
 
   Frame() = default;
   // A frame over one contiguous buffer; `span` must outlive the frame. The
   // Ethernet header is loaded when the frame is long enough to hold one.
-  explicit Frame(const Span& span, Offload o = {}) noexcept;
+  explicit Frame(const Span& span, const net::ValidatedOffload& o = {}) noexcept;
 
   bool has_ethernet_header() const noexcept { return len >= net::kEthernetHeader; }
   net::MacAddress dst() const noexcept { return net::MacAddress::from(eth); }
   net::MacAddress src() const noexcept { return net::MacAddress::from(eth + 6); }
   bool is_multicast() const noexcept { return (eth[0] & 1) != 0; }
+  // Segmentation or a checksum to finish: not a plain copy.
+  bool needs_offload() const noexcept { return offload.request.any(); }
+  net::ByteSpans bytes() const noexcept {
+    net::ByteSpans b;
+    b.spans = spans;
+    b.count = span_count;
+    b.len = len;
+    return b;
+  }
 };
 
 // Copies `len` bytes starting at `offset` of the frame into `out`; returns
 // the bytes copied.
-std::uint32_t gather(const Frame& frame, std::uint32_t offset, std::uint8_t* out,
-                     std::uint32_t len) noexcept;
+inline std::uint32_t gather(const Frame& frame, std::uint32_t offset, std::uint8_t* out,
+                            std::uint32_t len) noexcept {
+  return net::gather(frame.bytes(), offset, out, len);
+}
 
 // Fills frame.eth from the spans; false if the frame is shorter than that.
 bool load_ethernet_header(Frame& frame) noexcept;

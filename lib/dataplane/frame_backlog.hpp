@@ -1,9 +1,10 @@
 #pragma once
 // Frames held for a guest that momentarily has no receive buffer posted, in
-// arrival order, until it posts some. Bounded; owned by the port's service
-// thread. This is what the tun socket's queue is for vhost_net: a guest that
-// refills its ring a little late loses nothing (a TCP flow into a slow guest
-// otherwise retransmits heavily).
+// arrival order, until it posts some. Bounded in frames and in bytes (a
+// byte ring: a 64 KiB GSO frame takes 64 KiB, a 60-byte frame 60); owned by
+// the port's service thread. This is what the tun socket's queue is for
+// vhost_net: a guest that refills its ring a little late loses nothing (a
+// TCP flow into a slow guest otherwise retransmits heavily).
 
 #include <cstdint>
 #include <cstring>
@@ -15,23 +16,32 @@ namespace xdpvhost::dataplane {
 
 class FrameBacklog {
  public:
-  FrameBacklog(std::uint32_t capacity, std::uint32_t max_frame)
-      : capacity_(capacity), slot_bytes_(max_frame) {}
+  FrameBacklog(std::uint32_t max_frames, std::uint32_t max_bytes)
+      : max_frames_(max_frames), bytes_(max_bytes) {}
 
   bool empty() const noexcept { return count_ == 0; }
-  bool full() const noexcept { return count_ == capacity_; }
   std::uint32_t size() const noexcept { return count_; }
 
-  // Copies the frame in; false if full or the frame does not fit a slot.
+  // Copies the frame in; false if the backlog is full (frames or bytes).
   bool push(const Frame& frame) {
-    if (full() || frame.len > slot_bytes_) return false;
+    if (count_ == max_frames_ || frame.len > bytes_) return false;
     if (!storage_) {
-      storage_ = std::make_unique<std::uint8_t[]>(std::size_t{capacity_} * slot_bytes_);
-      meta_ = std::make_unique<Meta[]>(capacity_);
+      storage_ = std::make_unique<std::uint8_t[]>(bytes_);
+      meta_ = std::make_unique<Meta[]>(max_frames_);
     }
-    const std::uint32_t i = (head_ + count_) % capacity_;
-    meta_[i] = Meta{frame.len, frame.offload};
-    gather(frame, 0, storage_.get() + std::size_t{i} * slot_bytes_, frame.len);
+    // Frames are stored whole: one that does not fit before the end of the
+    // ring starts at its beginning (the bytes skipped are counted as used).
+    std::uint32_t at = write_;
+    std::uint32_t skip = 0;
+    if (at + frame.len > bytes_) {
+      skip = bytes_ - at;
+      at = 0;
+    }
+    if (used_ + skip + frame.len > bytes_) return false;
+    gather(frame, 0, storage_.get() + at, frame.len);
+    meta_[(head_ + count_) % max_frames_] = Meta{at, frame.len, skip, frame.offload, frame.data_valid};
+    write_ = at + frame.len;
+    used_ += skip + frame.len;
     ++count_;
     return true;
   }
@@ -39,29 +49,38 @@ class FrameBacklog {
   // The oldest frame (valid until pop()); `span` backs it.
   Frame front(Span& span) const noexcept {
     const Meta& m = meta_[head_];
-    span = Span{storage_.get() + std::size_t{head_} * slot_bytes_, m.len};
-    return Frame(span, m.offload);
+    span = Span{storage_.get() + m.offset, m.len};
+    Frame f(span, m.offload);
+    f.data_valid = m.data_valid;
+    return f;
   }
   void pop() noexcept {
-    head_ = (head_ + 1) % capacity_;
-    --count_;
+    const Meta& m = meta_[head_];
+    used_ -= m.skipped + m.len;
+    head_ = (head_ + 1) % max_frames_;
+    if (--count_ == 0) used_ = write_ = 0;
   }
   // Forgets everything held; returns how many frames that was.
   std::uint32_t clear() noexcept {
     const std::uint32_t n = count_;
-    head_ = count_ = 0;
+    head_ = count_ = used_ = write_ = 0;
     return n;
   }
 
  private:
   struct Meta {
+    std::uint32_t offset;
     std::uint32_t len;
-    Offload offload;
+    std::uint32_t skipped;  // ring bytes left unused before it
+    net::ValidatedOffload offload;
+    bool data_valid;
   };
-  std::uint32_t capacity_;
-  std::uint32_t slot_bytes_;
+  std::uint32_t max_frames_;
+  std::uint32_t bytes_;
   std::uint32_t head_ = 0;
   std::uint32_t count_ = 0;
+  std::uint32_t used_ = 0;   // bytes taken, skipped ones included
+  std::uint32_t write_ = 0;  // where the next frame goes
   std::unique_ptr<std::uint8_t[]> storage_;  // allocated on first use
   std::unique_ptr<Meta[]> meta_;
 };

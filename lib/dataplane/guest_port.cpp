@@ -7,9 +7,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dataplane/checksum.hpp"
 #include "dataplane/forwarder.hpp"
 #include "net/ethernet.hpp"
+#include "net/gso_segmenter.hpp"
 #include "sys/log_rate.hpp"
 #include "virtio/features.hpp"
 #include "virtio/net_header.hpp"
@@ -46,7 +46,7 @@ class ChainWriter {
         offset_ = 0;
         continue;
       }
-      const Span& s = spans[span_];
+      const virtio::HostSpan& s = spans[span_];
       std::uint32_t take = std::min(s.len - offset_, len);
       if (in != nullptr) {
         std::memcpy(s.data + offset_, in, take);
@@ -100,8 +100,11 @@ GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, O
       tunables_(options.tunables),
       source_(options.mac_policy, options.mac, learner),
       max_frame_(net::max_frame_for_mtu(options.mtu)),
+      // Room for kBacklogFrames frames of the MTU, or a few GSO frames.
       backlog_(kBacklogFrames,
-               std::max(net::max_frame_for_mtu(options.mtu), net::max_frame_for_mtu(1500))) {
+               kBacklogFrames * std::max(net::max_frame_for_mtu(options.mtu),
+                                         net::max_frame_for_mtu(1500)) +
+                   kMaxGsoFrame) {
   tx_spans_.reserve(64);
   rx_chains_.resize(4);
   flood_.set_rate(tunables_.flood_rate);
@@ -125,6 +128,16 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
   header_size_ = static_cast<std::uint32_t>(virtio::net_header_size(features));
   mergeable_ = virtio::has(features, Feature::kNetMrgRxbuf);
   guest_csum_ = virtio::has(features, Feature::kNetGuestCsum);
+  guest_offloads_ = net::GuestOffloads{
+      guest_csum_, virtio::has(features, Feature::kNetGuestTso4),
+      virtio::has(features, Feature::kNetGuestTso6), virtio::has(features, Feature::kNetGuestEcn),
+      virtio::has(features, Feature::kNetGuestUso4) && virtio::has(features, Feature::kNetGuestUso6)};
+  host_tso4_ = virtio::has(features, Feature::kNetHostTso4);
+  host_tso6_ = virtio::has(features, Feature::kNetHostTso6);
+  host_uso_ = virtio::has(features, Feature::kNetHostUso);
+  tx_policy_.ecn = virtio::has(features, Feature::kNetHostEcn);
+  takes_gso_.store((guest_offloads_.tso4 ? 1u : 0u) | (guest_offloads_.tso6 ? 2u : 0u),
+                   std::memory_order_relaxed);
 
   q.kick = std::move(start.kick);
   q.call = std::move(start.call);
@@ -228,17 +241,27 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
   // on this thread.
   std::uint32_t walked = 0;
   while (n < tunables_.tx_burst && walked < kDescriptorsPerRound) {
-    if (!q.ring.pop(tx_chain_, Direction::kDeviceReads, header_size_ + max_frame_)) {
+    // A chain longer than the longest frame the guest may send is not walked
+    // further: 64 KiB + headers with segmentation offload, else its MTU.
+    const std::uint32_t longest =
+        (host_tso4_ || host_tso6_ || host_uso_) ? kMaxGsoFrame : max_frame_;
+    if (!q.ring.pop(tx_chain_, Direction::kDeviceReads, header_size_ + longest)) {
       if (q.ring.broken()) report_broken(q, vring);
       break;
     }
     walked += tx_chain_.descriptors;
     Frame frame;
-    if (tx_chain_.truncated) {
-      counters().drop(DropReason::kOversize);  // longer than any frame it may send
-    } else if (!frame_from_chain(tx_chain_, frame)) {
-      counters().drop(DropReason::kMalformed);
-    } else if (frame.len > max_frame_) {
+    net::OffloadError refused = net::OffloadError::none;
+    // A truncated chain is longer than any frame the guest may send.
+    const bool parsed = !tx_chain_.truncated && frame_from_chain(tx_chain_, frame, refused);
+    if (!parsed && !tx_chain_.truncated) {
+      if (refused != net::OffloadError::none) {
+        counters().drop(DropReason::kBadOffload);
+        counters().refused(refused);
+      } else {
+        counters().drop(DropReason::kMalformed);
+      }
+    } else if (tx_chain_.truncated || (!frame.offload.is_gso() && frame.len > max_frame_)) {
       counters().drop(DropReason::kOversize);
     } else if (!source_.admit(frame.src(), forwarder.table(), this)) {
       counters().drop(DropReason::kSpoofedSource);
@@ -253,6 +276,7 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
       }
       counters().rx_packets.add();
       counters().rx_bytes.add(frame.len);
+      if (frame.offload.is_gso()) counters().gso_rx.add();
     }
     q.ring.add_used(tx_chain_.head, 0);
     if (q.ring.staged_used() >= tunables_.signal_batch) flush(q);
@@ -261,35 +285,61 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
   return n;
 }
 
-bool GuestPort::frame_from_chain(const DescriptorChain& chain, Frame& frame) {
+bool GuestPort::frame_from_chain(const DescriptorChain& chain, Frame& frame,
+                                 net::OffloadError& refused) {
   if (chain.readable_bytes < header_size_ + net::kEthernetHeader) return false;
   // The header may be split over descriptors (ANY_LAYOUT): gather it.
+  tx_spans_.clear();
+  for (const virtio::HostSpan& s : chain.readable) tx_spans_.push_back(Span{s.data, s.len});
   Frame whole;
-  whole.spans = chain.readable.data();
-  whole.span_count = static_cast<std::uint32_t>(chain.readable.size());
+  whole.spans = tx_spans_.data();
+  whole.span_count = static_cast<std::uint32_t>(tx_spans_.size());
   whole.len = chain.readable_bytes;
   NetHeader header{};
   gather(whole, 0, reinterpret_cast<std::uint8_t*>(&header), header_size_);
 
-  tx_spans_.clear();
+  // The frame: the spans past the header.
   std::uint32_t skip = header_size_;
-  for (const Span& s : chain.readable) {
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < tx_spans_.size(); ++i) {
+    const Span& s = tx_spans_[i];
     if (skip >= s.len) {
       skip -= s.len;
       continue;
     }
-    tx_spans_.push_back(Span{s.data + skip, s.len - skip});
+    tx_spans_[out++] = Span{s.data + skip, s.len - skip};
     skip = 0;
   }
+  tx_spans_.resize(out);
   frame.spans = tx_spans_.data();
   frame.span_count = static_cast<std::uint32_t>(tx_spans_.size());
   frame.len = chain.readable_bytes - header_size_;
-  if (header.gso_type != NetHeader::kGsoNone) return false;  // no TSO/UFO was offered
-  if (header.flags & NetHeader::kFlagNeedsCsum) {
-    if (std::uint32_t{header.csum_start} + header.csum_offset + 2 > frame.len) return false;
-    frame.offload.csum = ChecksumRequest{true, header.csum_start, header.csum_offset};
+  if (!load_ethernet_header(frame)) return false;
+
+  // What the header asks for, checked against the frame before anything
+  // trusts it (gso_size, hdr_len, csum_start/offset, the real headers).
+  net::OffloadRequest request;
+  const net::VirtioNetOffload fields{header.flags,    header.gso_type,   header.hdr_len,
+                                     header.gso_size, header.csum_start, header.csum_offset};
+  if (const auto e = net::decode_virtio_offload(fields, request); e != net::OffloadError::none) {
+    refused = e;
+    return false;
   }
-  return load_ethernet_header(frame);
+  const net::GsoType gso = request.gso.type;
+  if ((gso == net::GsoType::tcpv4 && !host_tso4_) || (gso == net::GsoType::tcpv6 && !host_tso6_) ||
+      (gso == net::GsoType::udp_l4 && !host_uso_)) {
+    refused = net::OffloadError::gso_bad_type;  // a GSO type the guest did not negotiate
+    return false;
+  }
+  if (!request.any()) return true;
+  tx_policy_.mtu = max_frame_ - net::kL2Overhead;
+  const net::OffloadCheck check = net::validate_offload(frame.bytes(), request, tx_policy_);
+  if (!check.ok()) {
+    refused = check.error;
+    return false;
+  }
+  frame.offload = check.offload;
+  return true;
 }
 
 // ---- guest RX -----------------------------------------------------------------
@@ -333,25 +383,84 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
     counters().drop(DropReason::kQueueBroken);
     return Delivery::kDone;
   }
-  if (frame.len > max_frame_) {
+  if (!frame.needs_offload()) {
+    if (frame.len > max_frame_) {
+      counters().drop(DropReason::kOversize);
+      return Delivery::kDone;
+    }
+    net::VirtioNetOffload plain;
+    if (frame.data_valid && guest_csum_) plain.flags = net::kVirtioNetDataValid;
+    return write_to_guest(*q, frame, plain, frame.len, nullptr);
+  }
+  // Segmentation or a checksum: passed on as it is where the guest takes it
+  // (GUEST_TSO4/6, GUEST_CSUM), else done here.
+  const net::GuestForward plan = net::plan_guest_forward(frame.bytes(), frame.offload, guest_offloads_);
+  if (plan.segment) return deliver_segments(*q, frame);
+  if (!frame.offload.is_gso() && plan.frame_len > max_frame_) {
     counters().drop(DropReason::kOversize);
     return Delivery::kDone;
   }
-  const std::uint32_t need = header_size_ + frame.len;
+  const Delivery d = write_to_guest(*q, frame, plan.header, plan.frame_len, plan.patch ? &plan : nullptr);
+  if (d == Delivery::kDone && frame.offload.is_gso()) counters().gso_tx.add();
+  return d;
+}
+
+GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
+  // One receive chain per segment at least: without them the whole frame
+  // waits (a frame is never delivered in part while buffers are short).
+  net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
+  if (q.ring.available() < segmenter.total()) {
+    if (q.ring.broken()) {
+      report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
+      counters().drop(DropReason::kQueueBroken);
+      return Delivery::kDone;
+    }
+    blocked_rx_ = &q;
+    blocked_avail_ = q.ring.driver_avail_idx();
+    return Delivery::kNoBuffer;
+  }
+  if (segment_buffer_.size() < kMaxGsoFrame) segment_buffer_.resize(kMaxGsoFrame);
+  net::SegmentMeta meta;
+  // Every checksum of a segment is complete: DATA_VALID for a guest that
+  // reads the flag.
+  net::VirtioNetOffload header;
+  if (guest_csum_) header.flags = net::kVirtioNetDataValid;
+  while (segmenter.remaining() > 0) {
+    if (!segmenter.write_next(segment_buffer_.data(),
+                              static_cast<std::uint32_t>(segment_buffer_.size()), meta))
+      break;
+    const Span span{segment_buffer_.data(), meta.len};
+    const Frame segment(span);
+    if (segment.len > max_frame_) {
+      counters().drop(DropReason::kOversize);
+      continue;
+    }
+    if (write_to_guest(q, segment, header, segment.len, nullptr) == Delivery::kNoBuffer)
+      counters().drop(DropReason::kNoRxBuffer);  // a segment that needed more buffers than left
+    if (frame.offload.is_gso()) counters().gso_segments.add();
+  }
+  if (frame.offload.request.csum.needed) counters().csum_software.add();
+  return Delivery::kDone;
+}
+
+GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
+                                              const net::VirtioNetOffload& offload,
+                                              std::uint32_t len, const net::GuestForward* patch) {
+  const std::uint32_t need = header_size_ + len;
   unsigned n = 0;
   std::uint32_t room = 0;
   while (room < need) {
     if (n == kMaxBuffersPerFrame) break;  // buffers this small: counted as too small below
     if (n == rx_chains_.size()) rx_chains_.emplace_back();
-    if (!q->ring.pop(rx_chains_[n], Direction::kDeviceWrites)) {
-      q->ring.unpop(static_cast<std::uint16_t>(n));
-      if (q->ring.broken()) {
-        report_broken(*q, static_cast<std::uint32_t>(q - queues_.data()));
+    if (!q.ring.pop(rx_chains_[n], Direction::kDeviceWrites)) {
+      q.ring.unpop(static_cast<std::uint16_t>(n));
+      if (q.ring.broken()) {
+        report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
         counters().drop(DropReason::kQueueBroken);
         return Delivery::kDone;
       }
-      blocked_rx_ = q;
-      blocked_avail_ = q->ring.driver_avail_idx();
+      blocked_rx_ = &q;
+      blocked_avail_ = q.ring.driver_avail_idx();
       return Delivery::kNoBuffer;
     }
     room += rx_chains_[n].writable_bytes;
@@ -359,47 +468,44 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
     if (!mergeable_) break;
   }
   if (room < need) {
-    q->ring.unpop(static_cast<std::uint16_t>(n));
+    q.ring.unpop(static_cast<std::uint16_t>(n));
     counters().drop(DropReason::kRxBufferTooSmall);
     return Delivery::kDone;
   }
 
   NetHeader header{};
+  header.flags = offload.flags;
+  header.gso_type = offload.gso_type;
+  header.hdr_len = offload.hdr_len;
+  header.gso_size = offload.gso_size;
+  header.csum_start = offload.csum_start;
+  header.csum_offset = offload.csum_offset;
   header.num_buffers = static_cast<std::uint16_t>(n);
-  std::uint16_t csum_value = 0;
-  bool patch_csum = false;
-  const ChecksumRequest& csum = frame.offload.csum;
-  if (csum.needed) {
-    if (guest_csum_) {
-      header.flags = NetHeader::kFlagNeedsCsum;
-      header.csum_start = csum.start;
-      header.csum_offset = csum.offset;
-    } else if (complete_checksum(frame, csum_value)) {
-      patch_csum = true;  // the guest cannot take a partial checksum: finish it
-    } else {
-      q->ring.unpop(static_cast<std::uint16_t>(n));
-      counters().drop(DropReason::kMalformed);
-      return Delivery::kDone;
-    }
-  }
   ChainWriter out(rx_chains_, n);
   out.write(&header, header_size_);
-  for (std::uint32_t i = 0; i < frame.span_count; ++i)
-    out.write(frame.spans[i].data, frame.spans[i].len);
-  if (patch_csum) {
-    ChainWriter at(rx_chains_, n);
-    at.write(nullptr, header_size_ + csum.start + csum.offset);
-    at.write(&csum_value, sizeof csum_value);
+  std::uint32_t left = len;
+  for (std::uint32_t i = 0; i < frame.span_count && left > 0; ++i) {
+    const std::uint32_t take = std::min(left, frame.spans[i].len);
+    out.write(frame.spans[i].data, take);
+    left -= take;
   }
-  std::uint32_t left = need;
+  if (patch != nullptr) {
+    // The pseudo-header sum a GSO frame sent without NEEDS_CSUM lacks.
+    const std::uint8_t be[2] = {static_cast<std::uint8_t>(patch->patch_value >> 8),
+                                static_cast<std::uint8_t>(patch->patch_value)};
+    ChainWriter at(rx_chains_, n);
+    at.write(nullptr, header_size_ + patch->patch_offset);
+    at.write(be, sizeof be);
+  }
+  std::uint32_t remaining = need;
   for (unsigned i = 0; i < n; ++i) {
-    const std::uint32_t len = std::min(left, rx_chains_[i].writable_bytes);
-    q->ring.add_used(rx_chains_[i].head, len);
-    left -= len;
+    const std::uint32_t used = std::min(remaining, rx_chains_[i].writable_bytes);
+    q.ring.add_used(rx_chains_[i].head, used);
+    remaining -= used;
   }
   counters().tx_packets.add();
-  counters().tx_bytes.add(frame.len);
-  if (q->ring.staged_used() >= tunables_.signal_batch) flush(*q);
+  counters().tx_bytes.add(len);
+  if (q.ring.staged_used() >= tunables_.signal_batch) flush(q);
   return Delivery::kDone;
 }
 

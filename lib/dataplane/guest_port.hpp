@@ -20,6 +20,9 @@
 #include "dataplane/frame_backlog.hpp"
 #include "dataplane/mac_policy.hpp"
 #include "dataplane/port.hpp"
+#include "net/guest_forward.hpp"
+#include "net/offload_validation.hpp"
+#include "net/virtio_net_offload.hpp"
 #include "dataplane/source_guard.hpp"
 #include "dataplane/tunables.hpp"
 #include "sys/unique_fd.hpp"
@@ -70,9 +73,16 @@ class GuestPort final : public Port {
   std::uint64_t features() const noexcept { return features_.load(std::memory_order_relaxed); }
   // Frames waiting for the guest to post receive buffers.
   std::uint32_t held() const noexcept { return held_.load(std::memory_order_relaxed); }
+  // The guest takes TSO frames (GUEST_TSO4 / GUEST_TSO6): what an uplink's
+  // GRO may make for it. Any thread.
+  bool takes_tso(bool ipv6) const noexcept {
+    return (takes_gso_.load(std::memory_order_relaxed) & (ipv6 ? 2u : 1u)) != 0;
+  }
 
   // Frames a port holds at most while its guest has no receive buffer.
   static constexpr std::uint32_t kBacklogFrames = 256;
+  // The longest frame with segmentation offload: a 64 KiB IP packet.
+  static constexpr std::uint32_t kMaxGsoFrame = 65535 + net::kL2Overhead;
   // Descriptors a port walks at most per round on its transmit queues.
   static constexpr std::uint32_t kDescriptorsPerRound = 1024;
   // Receive buffers (MRG_RXBUF) one frame may take at most: enough for a
@@ -107,10 +117,20 @@ class GuestPort final : public Port {
   // Copies the frame into the guest, or counts why it cannot; kNoBuffer if
   // the guest has no receive buffer now (nothing was counted then).
   Delivery try_deliver(const Frame& frame);
+  // Segments made here (the guest takes neither the GSO type nor a partial
+  // checksum), each delivered as a frame of its own.
+  Delivery deliver_segments(Queue& q, const Frame& frame);
+  // Header and the first `len` bytes of the frame into the guest's buffers,
+  // `patch` (optional) applied.
+  Delivery write_to_guest(Queue& q, const Frame& frame, const net::VirtioNetOffload& offload,
+                          std::uint32_t len, const net::GuestForward* patch);
   unsigned drain_backlog();
   void forget_backlog();
   unsigned poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder);
-  bool frame_from_chain(const virtio::DescriptorChain& chain, Frame& frame);
+  // False when the chain is no frame; with `refused` set when its offload
+  // request failed validation.
+  bool frame_from_chain(const virtio::DescriptorChain& chain, Frame& frame,
+                        net::OffloadError& refused);
   Queue* pick_rx_queue(const Frame& frame) noexcept;
   void flush(Queue& q) noexcept;
   void report_broken(Queue& q, std::uint32_t vring);
@@ -125,6 +145,10 @@ class GuestPort final : public Port {
   std::uint32_t header_size_ = 12;
   bool mergeable_ = false;
   bool guest_csum_ = false;
+  net::GuestOffloads guest_offloads_;  // what it takes: GUEST_CSUM, TSO, ECN, USO
+  bool host_tso4_ = false, host_tso6_ = false, host_uso_ = false;  // what it may send
+  net::OffloadPolicy tx_policy_;
+  std::atomic<std::uint32_t> takes_gso_{0};  // bit 0 GUEST_TSO4, bit 1 GUEST_TSO6
 
   std::array<Queue, kMaxVrings> queues_;
   std::array<Status, kMaxVrings> status_;
@@ -140,6 +164,7 @@ class GuestPort final : public Port {
   virtio::DescriptorChain tx_chain_;
   std::vector<Span> tx_spans_;
   std::vector<virtio::DescriptorChain> rx_chains_;
+  std::vector<std::uint8_t> segment_buffer_;  // one segment at a time (allocated on first use)
 };
 
 }  // namespace xdpvhost::dataplane

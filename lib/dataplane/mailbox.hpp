@@ -25,7 +25,8 @@ class Mailbox {
   struct Slot {
     std::uint32_t port_id;
     std::uint32_t len;
-    Offload offload;
+    net::ValidatedOffload offload;
+    bool data_valid;
     alignas(64) std::uint8_t data[kMaxFrame];
   };
 
@@ -40,8 +41,14 @@ class Mailbox {
     s.port_id = port_id;
     s.len = gather(frame, 0, s.data, frame.len);
     s.offload = frame.offload;
+    s.data_valid = frame.data_valid;
     head_.store(head + 1, std::memory_order_release);
     return true;
+  }
+
+  // Producer: how many more frames fit now.
+  std::uint32_t free_slots() const noexcept {
+    return kSlots - (head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire));
   }
 
   bool empty() const noexcept {
@@ -57,7 +64,9 @@ class Mailbox {
     while (tail != head && n < max) {
       Slot& s = slots_[tail % kSlots];
       const Span span{s.data, s.len};
-      fn(s.port_id, Frame(span, s.offload));
+      Frame frame(span, s.offload);
+      frame.data_valid = s.data_valid;
+      fn(s.port_id, frame);
       ++tail;
       ++n;
     }

@@ -55,9 +55,9 @@ class Port {
   virtual unsigned poll(Forwarder& forwarder) = 0;
   // Puts one frame into the port (guest RX, NIC TX), or counts why not.
   virtual void deliver(const Frame& frame) = 0;
-  // Whether a unicast frame would be taken now; false asks the sender to
-  // leave its frame where it is (back-pressure) rather than drop it.
-  virtual bool can_accept() const noexcept { return true; }
+  // Whether this unicast frame would be taken now; false asks the sender to
+  // leave it where it is (back-pressure) rather than drop it.
+  virtual bool can_accept(const Frame& /*frame*/) const noexcept { return true; }
   // End of a poll round: publish used entries, signal, kick.
   virtual void end_burst() = 0;
   // Before the thread sleeps: re-enable notifications; true if work arrived

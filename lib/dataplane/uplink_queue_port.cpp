@@ -6,8 +6,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dataplane/checksum.hpp"
 #include "dataplane/forwarder.hpp"
+#include "dataplane/guest_port.hpp"
+#include "net/gso_segmenter.hpp"
 
 namespace xdpvhost::dataplane {
 
@@ -181,12 +182,27 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
   std::uint32_t idx = 0;
   const std::uint32_t got = socket_->rx_peek(options_.tunables.rx_burst, idx);
   std::uint32_t done = 0;
+  // Frames GRO holds stay in their UMEM frames until the flush at the end of
+  // this burst delivers them; nothing waits for a later burst.
+  rx_addrs_.clear();
+  auto deliver = [&](const net::GroFrame& f) { forward_gro(forwarder, f); };
   for (; done < got; ++done) {
     const xdp_desc& d = socket_->rx_desc(idx + done);
-    const Span span{umem_->data(d.addr), d.len};
-    const Frame frame(span);
+    const std::uint8_t* data = umem_->data(d.addr);
+    const Span span{data, d.len};
+    Frame frame(span);
     if (!frame.has_ethernet_header()) {
       counters().drop(DropReason::kMalformed);
+    } else if (coalescable(frame, forwarder)) {
+      const net::GroResult r = gro_.offer(data, d.len, /*checksum_verified=*/false, deliver);
+      counters().rx_packets.add();
+      counters().rx_bytes.add(d.len);
+      if (r.verdict != net::GroVerdict::deliver) {
+        rx_addrs_.push_back(d.addr);  // held: freed after the flush
+        continue;
+      }
+      frame.data_valid = r.data_valid;
+      forwarder.forward(*this, frame);  // a guest: never held back
     } else {
       if (!forwarder.forward(*this, frame)) break;  // destination full: keep the rest
       counters().rx_packets.add();
@@ -194,8 +210,47 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
     }
     umem_->frames().free(d.addr);
   }
+  gro_.flush(deliver);
+  for (const std::uint64_t addr : rx_addrs_) umem_->frames().free(addr);
+  // A full destination stopped the burst: the descriptors peeked but not
+  // taken go back to the ring, to be peeked again next round.
+  if (done < got) socket_->rx_cancel(got - done);
   if (done != 0) socket_->rx_release(done);
   return done;
+}
+
+bool UplinkQueuePort::coalescable(const Frame& frame, const Forwarder& forwarder) const noexcept {
+  if (frame.is_multicast()) return false;
+  const SwitchTable* table = forwarder.table();
+  if (table == nullptr) return false;
+  const SwitchEntry* to = table->find_guest(frame.dst());
+  // A guest on this thread (mailbox slots hold one MTU frame, not 64 KiB)
+  // that takes TSO for the frame's IP version; untagged IPv4/IPv6 only.
+  if (to == nullptr || to->thread != forwarder.thread()) return false;
+  const std::uint16_t ethertype = static_cast<std::uint16_t>(frame.eth[12] << 8 | frame.eth[13]);
+  if (ethertype != 0x0800 && ethertype != 0x86dd) return false;
+  return static_cast<const GuestPort*>(to->port)->takes_tso(ethertype == 0x86dd);
+}
+
+void UplinkQueuePort::forward_gro(Forwarder& forwarder, const net::GroFrame& f) {
+  gro_spans_[0] = Span{f.header, f.header_len};
+  for (std::uint32_t i = 0; i < f.payload_count; ++i) gro_spans_[i + 1] = f.payload[i];
+  Frame frame;
+  frame.spans = gro_spans_.data();
+  frame.span_count = f.payload_count + 1;
+  frame.len = f.len;
+  frame.data_valid = f.data_valid;
+  if (!load_ethernet_header(frame)) return;
+  if (f.segments > 1) {
+    frame.offload.request = f.offload;
+    frame.offload.segments = f.segments;
+    if (net::parse_headers(f.header, f.header_len, f.len, frame.offload.layout) !=
+        net::ParseError::none)
+      return;  // cannot happen: GRO parsed these headers itself
+    queue_counters_.gro_frames.add();
+    queue_counters_.gro_segments.add(f.segments);
+  }
+  forwarder.forward(*this, frame);
 }
 
 unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {
@@ -236,11 +291,34 @@ unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {
 
 // ---- guests -> NIC ---------------------------------------------------------------
 
-bool UplinkQueuePort::can_accept() const noexcept {
-  if (!socket_ || !link_up_) return true;  // deliver() counts the drop
+bool UplinkQueuePort::has_tx_room(std::uint32_t frames) const noexcept {
   // Seed 003: a bounded number of frames between TX and completion.
-  if (umem_->tx_in_flight() + tx_reserved_ >= options_.tunables.tx_inflight_max) return false;
-  return umem_->frames().available() != 0;
+  if (umem_->tx_in_flight() + tx_reserved_ + frames > options_.tunables.tx_inflight_max)
+    return false;
+  return umem_->frames().available() >= frames && socket_->tx_free(frames) >= frames;
+}
+
+bool UplinkQueuePort::can_accept(const Frame& frame) const noexcept {
+  if (!socket_ || !link_up_) return true;  // deliver() counts the drop
+  return has_tx_room(frame.needs_offload() ? frame.offload.segments : 1);
+}
+
+void UplinkQueuePort::put_on_tx(std::uint32_t len, std::uint64_t addr) {
+  std::uint32_t idx = 0;
+  socket_->tx_reserve(1, idx);  // has_tx_room() said there is room
+  xdp_desc& d = socket_->tx_desc(idx);
+  d.addr = addr;
+  d.len = len;
+  d.options = 0;
+  ++tx_reserved_;
+  counters().tx_packets.add();
+  counters().tx_bytes.add(len);
+  // Keep the kernel busy within a long burst, too.
+  if (tx_reserved_ >= options_.tunables.tx_burst) {
+    socket_->tx_submit(tx_reserved_);
+    tx_reserved_ = 0;
+    kick_tx();
+  }
 }
 
 void UplinkQueuePort::deliver(const Frame& frame) {
@@ -248,42 +326,54 @@ void UplinkQueuePort::deliver(const Frame& frame) {
     counters().drop(DropReason::kUplinkDown);
     return;
   }
+  if (frame.needs_offload()) {
+    deliver_offloaded(frame);
+    return;
+  }
   if (frame.len > options_.max_frame || frame.len > umem_->config().frame_size) {
     counters().drop(DropReason::kOversize);
     return;
   }
-  if (!can_accept()) {
-    counters().drop(DropReason::kUplinkTxFull);
-    return;
-  }
-  std::uint32_t idx = 0;
-  if (socket_->tx_reserve(1, idx) != 1) {
+  if (!has_tx_room(1)) {
     counters().drop(DropReason::kUplinkTxFull);
     return;
   }
   const std::uint64_t addr = umem_->frames().alloc();
-  std::uint8_t* data = umem_->data(addr);
-  gather(frame, 0, data, frame.len);
-  if (const ChecksumRequest& csum = frame.offload.csum; csum.needed) {
-    // The guest left the L4 checksum to the "NIC": finish it on the copy.
-    const Span span{data, frame.len};
-    std::uint16_t value = 0;
-    if (complete_checksum(Frame(span, frame.offload), value))
-      std::memcpy(data + csum.start + csum.offset, &value, sizeof value);
+  gather(frame, 0, umem_->data(addr), frame.len);
+  put_on_tx(frame.len, addr);
+}
+
+// A guest's GSO frame, or one with a checksum left to the "NIC": segmented
+// (or copied whole) straight into UMEM frames, headers fixed and checksums
+// finished in software on the way.
+void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
+  const std::uint32_t segments = frame.offload.segments;
+  if (!has_tx_room(segments)) {
+    counters().drop(DropReason::kUplinkTxFull);
+    return;
   }
-  xdp_desc& d = socket_->tx_desc(idx);
-  d.addr = addr;
-  d.len = frame.len;
-  d.options = 0;
-  ++tx_reserved_;
-  counters().tx_packets.add();
-  counters().tx_bytes.add(frame.len);
-  // Keep the kernel busy within a long burst, too.
-  if (tx_reserved_ >= options_.tunables.tx_burst) {
-    socket_->tx_submit(tx_reserved_);
-    tx_reserved_ = 0;
-    kick_tx();
+  struct UmemSink {
+    UplinkQueuePort& port;
+    std::uint32_t room;
+    std::uint64_t addr = 0;
+    net::SegmentBuffer next_buffer(std::uint32_t len) noexcept {
+      if (len > room) return {};
+      addr = port.umem_->frames().alloc();
+      return {port.umem_->data(addr), room};
+    }
+    void commit(const net::SegmentBuffer&, const net::SegmentMeta& meta) noexcept {
+      port.put_on_tx(meta.len, addr);
+    }
+  } sink{*this, std::min(options_.max_frame, umem_->config().frame_size)};
+  const net::SegmentResult r =
+      net::segment(frame.bytes(), frame.offload, net::ChecksumMode::software, sink);
+  if (r.status == net::SegmentStatus::buffer_too_small) {
+    umem_->frames().free(sink.addr);  // handed out, not committed
+    counters().drop(DropReason::kOversize);
+    return;
   }
+  if (frame.offload.is_gso()) counters().gso_segments.add(r.segments);
+  if (frame.offload.request.csum.needed || frame.offload.is_gso()) counters().csum_software.add(r.segments);
 }
 
 void UplinkQueuePort::kick_tx() noexcept {

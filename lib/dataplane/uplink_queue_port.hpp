@@ -13,6 +13,7 @@
 //   completions drained every burst; at most tx_inflight_max frames between
 //   TX and completion, beyond which senders are told to wait (seed 003).
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "dataplane/port.hpp"
+#include "net/gro_table.hpp"
 #include "dataplane/tunables.hpp"
 #include "xsk/busy_poll.hpp"
 #include "nic/flood_socket.hpp"
@@ -75,7 +77,7 @@ class UplinkQueuePort final : public Port {
   // ---- Port ----
   unsigned poll(Forwarder& forwarder) override;
   void deliver(const Frame& frame) override;
-  bool can_accept() const noexcept override;
+  bool can_accept(const Frame& frame) const noexcept override;
   void end_burst() override;
   bool prepare_sleep() override;
   void after_wake() override { flood_countdown_ = 0; }
@@ -85,6 +87,14 @@ class UplinkQueuePort final : public Port {
 
  private:
   unsigned poll_rx(Forwarder& forwarder);
+  // Frames for a guest that takes TSO go through GRO; the rest straight on.
+  bool coalescable(const Frame& frame, const Forwarder& forwarder) const noexcept;
+  void forward_gro(Forwarder& forwarder, const net::GroFrame& f);
+  // Room for `frames` more frames between TX and completion, and on the ring.
+  bool has_tx_room(std::uint32_t frames) const noexcept;
+  // One frame (or segment) copied into a UMEM frame and onto the TX ring.
+  void put_on_tx(std::uint32_t len, std::uint64_t addr);
+  void deliver_offloaded(const Frame& frame);
   unsigned poll_flood(Forwarder& forwarder);
   void kick_tx() noexcept;
   void apply_napi_busy_poll(bool prefer);
@@ -113,6 +123,10 @@ class UplinkQueuePort final : public Port {
   UplinkQueueCounters queue_counters_;
   mutable std::mutex reason_mutex_;  // control path only: set by commands, read by reports
   std::string reason_ = "not requested";
+
+  net::GroTable gro_;
+  std::vector<std::uint64_t> rx_addrs_;  // UMEM frames of this burst, freed after the GRO flush
+  std::array<Span, net::kGroMaxSegments + 1> gro_spans_{};
 
   unsigned flood_countdown_ = 0;  // poll rounds until the flood socket is read again
   std::vector<std::uint8_t> flood_buffers_;

@@ -40,9 +40,18 @@ std::uint64_t Device::offered_features() const noexcept {
                     bit(Feature::kRingEventIdx) | bit(Feature::kRingIndirectDesc) |
                     bit(Feature::kAnyLayout) | bit(Feature::kVhostUserProtocolFeatures);
   // Guest checksums are completed in software before a frame leaves through
-  // the uplink or reaches a guest that cannot take a partial checksum. No
-  // segmentation offload is offered: frames are never segmented here.
+  // the uplink or reaches a guest that cannot take a partial checksum.
   if (options_.offer_csum) f |= bit(Feature::kNetCsum) | bit(Feature::kNetGuestCsum);
+  // Segmentation offload both ways (it needs the checksum offload): a
+  // guest's TSO/USO frames are segmented in software where the receiver
+  // cannot take them (the uplink, a guest without GUEST_TSO), passed on
+  // whole where it can; frames from the uplink are coalesced (GRO) for a
+  // guest with GUEST_TSO. The set only ever grows between versions: QEMU
+  // replays what it acked when a backend reconnects.
+  if (options_.offer_csum && options_.offer_tso)
+    f |= bit(Feature::kNetHostTso4) | bit(Feature::kNetHostTso6) | bit(Feature::kNetHostEcn) |
+         bit(Feature::kNetHostUso) | bit(Feature::kNetGuestTso4) | bit(Feature::kNetGuestTso6) |
+         bit(Feature::kNetGuestEcn) | bit(Feature::kNetGuestUso4) | bit(Feature::kNetGuestUso6);
   // The MTU itself lives in QEMU's config space (host_mtu=); QEMU passes it
   // to the guest only if the backend offers the feature, and then tells us
   // with NET_SET_MTU.

@@ -19,6 +19,7 @@ namespace xdpvhost::vhost {
 struct DeviceOptions {
   std::uint32_t queue_pairs = 1;  // 1..kMaxQueuePairs
   bool offer_csum = true;         // checksums are completed in software where needed
+  bool offer_tso = true;          // segmentation offload, both ways (needs offer_csum)
 };
 
 class Device {

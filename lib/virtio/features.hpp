@@ -32,6 +32,9 @@ enum class Feature : unsigned {
   kVhostUserProtocolFeatures = 30,  // vhost-user only: protocol feature negotiation
   kVersion1 = 32,
   kRingPacked = 34,
+  kNetGuestUso4 = 54,  // driver takes USO frames over IPv4 (GSO type UDP_L4)
+  kNetGuestUso6 = 55,
+  kNetHostUso = 56,  // device takes USO frames from the driver
 };
 
 constexpr std::uint64_t bit(Feature f) {

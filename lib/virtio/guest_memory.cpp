@@ -114,7 +114,7 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
     if (guarded) {
       guard = GuardedRange::add(mapping.data(), mapping.size(), &mem->truncated_, error);
       if (!guard.valid()) {
-        error = where + ": " + error;
+        error.insert(0, ": ").insert(0, where);
         return nullptr;
       }
     }

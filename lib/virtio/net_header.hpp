@@ -12,6 +12,11 @@ struct NetHeader {
   static constexpr std::uint8_t kFlagNeedsCsum = 1;
   static constexpr std::uint8_t kFlagDataValid = 2;
   static constexpr std::uint8_t kGsoNone = 0;
+  static constexpr std::uint8_t kGsoTcpv4 = 1;
+  static constexpr std::uint8_t kGsoUdp = 3;  // UFO: never offered
+  static constexpr std::uint8_t kGsoTcpv6 = 4;
+  static constexpr std::uint8_t kGsoUdpL4 = 5;  // USO
+  static constexpr std::uint8_t kGsoEcn = 0x80;
 
   std::uint8_t flags;
   std::uint8_t gso_type;

@@ -52,7 +52,7 @@ void expect_object(const std::string& def, const std::set<std::string>& names) {
 }
 
 TEST(CounterTables, PortStatsAreThePortTable) {
-  std::set<std::string> names{"drops"};
+  std::set<std::string> names{"drops", "offload_refused"};
   add_names(names, dataplane::kPortCounters);
   expect_object("port_stats", names);
 }

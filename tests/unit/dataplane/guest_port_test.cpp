@@ -33,6 +33,9 @@ struct Node {
   std::uint64_t drops(DropReason r) const {
     return port.counters().drops[static_cast<std::size_t>(r)].get();
   }
+  std::uint64_t refused(net::OffloadError e) const {
+    return port.counters().offload_refused[static_cast<std::size_t>(e)].get();
+  }
   net::MacAddress mac;
   NetTestGuest guest;
   GuestPort port;
@@ -232,7 +235,7 @@ TEST_F(GuestPortTest, PartialChecksumIsPassedToAGuestThatTakesIt) {
   EXPECT_EQ(got[0].bytes, frame);
 }
 
-TEST_F(GuestPortTest, ChecksumOffsetsOutsideTheFrameAreMalformed) {
+TEST_F(GuestPortTest, ChecksumOffsetsOutsideTheFrameAreRefusedAsBadOffload) {
   build();
   b->guest.post_rx(1);
   virtio::NetHeader h{};
@@ -241,18 +244,104 @@ TEST_F(GuestPortTest, ChecksumOffsetsOutsideTheFrameAreMalformed) {
   h.csum_offset = 6;
   a->guest.send(test::udp_frame(kMacB, kMacA, 10, true), h);
   round();
-  EXPECT_EQ(a->drops(DropReason::kMalformed), 1u);
+  EXPECT_EQ(a->drops(DropReason::kBadOffload), 1u);
+  EXPECT_EQ(a->refused(net::OffloadError::csum_bad_start), 1u);
   EXPECT_TRUE(b->guest.received().empty());
 }
 
-TEST_F(GuestPortTest, SegmentationRequestsAreRefusedAsNeverOffered) {
-  build();
-  b->guest.post_rx(1);
+// ---- segmentation offload -----------------------------------------------------
+
+constexpr std::uint64_t kTsoSender = test::default_features() | bit(Feature::kNetCsum) |
+                                     bit(Feature::kNetHostTso4);
+constexpr std::uint64_t kTsoReceiver = test::default_features() | bit(Feature::kNetGuestCsum) |
+                                       bit(Feature::kNetGuestTso4);
+constexpr std::size_t kGsoPayload = 20000;
+constexpr std::uint16_t kMss = 1448;
+
+virtio::NetHeader tso_header(std::uint16_t gso_size = kMss) {
   virtio::NetHeader h{};
-  h.gso_type = 1;  // TCPv4
-  a->guest.send(test::udp_frame(kMacB, kMacA, 10), h);
+  h.flags = virtio::NetHeader::kFlagNeedsCsum;
+  h.gso_type = virtio::NetHeader::kGsoTcpv4;
+  h.gso_size = gso_size;
+  h.hdr_len = 14 + 20 + 20;
+  h.csum_start = 14 + 20;
+  h.csum_offset = 16;
+  return h;
+}
+
+TEST_F(GuestPortTest, ATsoFrameReachesAGuestThatTakesTsoAsOneFrameWithItsHeader) {
+  build(kTsoSender, kTsoReceiver);
+  b->guest.post_rx(16, 4096);
+  const auto sent = test::tcp_frame(kMacB, kMacA, kGsoPayload);
+  a->guest.send(sent, tso_header(), 3);
   round();
-  EXPECT_EQ(a->drops(DropReason::kMalformed), 1u);
+  const auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, sent) << "unchanged: not segmented, no checksum written";
+  EXPECT_EQ(got[0].header.gso_type, virtio::NetHeader::kGsoTcpv4);
+  EXPECT_EQ(got[0].header.gso_size, kMss);
+  EXPECT_EQ(got[0].header.flags & virtio::NetHeader::kFlagNeedsCsum,
+            virtio::NetHeader::kFlagNeedsCsum);
+  EXPECT_EQ(got[0].header.csum_start, 34u);
+  EXPECT_EQ(got[0].header.csum_offset, 16u);
+  EXPECT_EQ(a->port.counters().gso_rx.get(), 1u);
+  EXPECT_EQ(b->port.counters().gso_segments.get(), 0u);
+}
+
+TEST_F(GuestPortTest, ATsoFrameIsSegmentedInSoftwareForAGuestWithoutTso) {
+  build(kTsoSender, test::default_features());
+  b->guest.post_rx(32, 2048);
+  const auto sent = test::tcp_frame(kMacB, kMacA, kGsoPayload, 1000, 0x18);
+  a->guest.send(sent, tso_header());
+  round();
+  const auto got = b->guest.received();
+  const std::size_t segments = (kGsoPayload + kMss - 1) / kMss;
+  ASSERT_EQ(got.size(), segments);
+  std::vector<std::uint8_t> payload;
+  std::uint32_t seq = 1000;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const auto& f = got[i].bytes;
+    EXPECT_EQ(got[i].header.gso_type, virtio::NetHeader::kGsoNone);
+    EXPECT_LE(f.size(), 14u + 1500u);
+    EXPECT_TRUE(test::tcp_checksums_ok(f)) << "segment " << i;
+    EXPECT_EQ(test::tcp_seq(f), seq) << "segment " << i;
+    const std::uint8_t tcp_flags = f[14 + 20 + 13];
+    EXPECT_EQ(tcp_flags & 0x08, i + 1 == got.size() ? 0x08 : 0) << "PSH on the last only";
+    seq += static_cast<std::uint32_t>(f.size() - 54);
+    payload.insert(payload.end(), f.begin() + 54, f.end());
+  }
+  EXPECT_EQ(payload, std::vector<std::uint8_t>(sent.begin() + 54, sent.end()));
+  EXPECT_EQ(b->port.counters().gso_segments.get(), segments);
+}
+
+TEST_F(GuestPortTest, ATsoFrameFromAGuestThatDidNotNegotiateTsoIsRefused) {
+  build();
+  b->guest.post_rx(16, 4096);
+  a->guest.send(test::tcp_frame(kMacB, kMacA, 3000), tso_header());
+  round();
+  EXPECT_EQ(a->drops(DropReason::kBadOffload), 1u);
+  EXPECT_EQ(a->refused(net::OffloadError::gso_bad_type), 1u);
+  EXPECT_TRUE(b->guest.received().empty());
+}
+
+TEST_F(GuestPortTest, BadSegmentationHeadersAreRefusedAndCountedByReason) {
+  build(kTsoSender, kTsoReceiver);
+  b->guest.post_rx(16, 4096);
+  a->guest.send(test::tcp_frame(kMacB, kMacA, 3000), tso_header(0));  // gso_size 0
+  auto h = tso_header();
+  h.hdr_len = 60000;  // beyond the frame
+  a->guest.send(test::tcp_frame(kMacB, kMacA, 3000), h);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 3000, true), tso_header());  // TSO on UDP
+  round();
+  EXPECT_EQ(a->drops(DropReason::kBadOffload), 3u);
+  EXPECT_EQ(a->refused(net::OffloadError::gso_bad_size), 1u);
+  EXPECT_EQ(a->refused(net::OffloadError::gso_bad_hdr_len), 1u);
+  EXPECT_EQ(a->refused(net::OffloadError::gso_l4_mismatch), 1u);
+  EXPECT_TRUE(b->guest.received().empty());
+  // The port goes on: a plain frame passes.
+  a->guest.send(test::udp_frame(kMacB, kMacA, 10));
+  round();
+  EXPECT_EQ(b->guest.received().size(), 1u);
 }
 
 TEST_F(GuestPortTest, FramesBeyondTheMtuAreOversize) {

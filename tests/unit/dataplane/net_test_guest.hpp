@@ -19,7 +19,7 @@ namespace xdpvhost::dataplane::test {
 using virtio::Descriptor;
 using virtio::NetHeader;
 
-inline std::uint64_t default_features() {
+constexpr std::uint64_t default_features() {
   using virtio::bit;
   using virtio::Feature;
   return bit(Feature::kVersion1) | bit(Feature::kNetMrgRxbuf);
@@ -145,5 +145,14 @@ std::vector<std::uint8_t> udp_frame(const std::uint8_t dst[6], const std::uint8_
                                     std::size_t payload, bool partial_checksum = false);
 // Verifies the UDP checksum of such a frame.
 bool udp_checksum_ok(const std::vector<std::uint8_t>& frame);
+// An Ethernet/IPv4/TCP frame (20-byte headers, DF, ports 40000 -> 5201) with
+// `payload` patterned bytes and only the pseudo-header sum in the TCP
+// checksum field, as a guest sends it with NEEDS_CSUM (and TSO).
+std::vector<std::uint8_t> tcp_frame(const std::uint8_t dst[6], const std::uint8_t src[6],
+                                    std::size_t payload, std::uint32_t seq = 1000,
+                                    std::uint8_t flags = 0x18 /* ACK|PSH */);
+// IPv4 header checksum, IPv4 total length and TCP checksum all correct.
+bool tcp_checksums_ok(const std::vector<std::uint8_t>& frame);
+std::uint32_t tcp_seq(const std::vector<std::uint8_t>& frame);
 
 }  // namespace xdpvhost::dataplane::test
