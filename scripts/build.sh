@@ -1,8 +1,11 @@
 #!/bin/sh
-# Configures and builds one tree. Usage: scripts/build.sh [release|asan] [ninja targets...]
+# Configures and builds one tree. Usage: scripts/build.sh [release|asan|fuzz] [ninja targets...]
 #   release -> build/       everything, Release (what packagers build: -O3, g++)
 #   asan    -> build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer, unit tests only
-# Both treat warnings as errors (XDPVHOST_WERROR); a plain
+#   fuzz    -> build-fuzz/  clang, everything instrumented for libFuzzer with ASan + UBSan,
+#                           the libFuzzer targets of tests/fuzz (target `fuzzers`) and the
+#                           unit tests; `ctest -L fuzz` runs each fuzzer for a bounded time
+# All treat warnings as errors (XDPVHOST_WERROR); a plain
 # `cmake -DCMAKE_BUILD_TYPE=Release` build does not.
 set -eu
 cd "$(dirname "$0")/.."
@@ -11,7 +14,9 @@ flavour=${1:-release}
 case "$flavour" in
   release) dir=build; extra="-DCMAKE_BUILD_TYPE=Release -DXDPVHOST_WERROR=ON" ;;
   asan) dir=build-asan; extra="-DCMAKE_BUILD_TYPE=Debug -DXDPVHOST_SANITIZE=ON -DXDPVHOST_UNIT_TESTS_ONLY=ON -DXDPVHOST_WERROR=ON" ;;
-  *) echo "usage: $0 [release|asan] [targets...]" >&2; exit 2 ;;
+  fuzz) dir=build-fuzz; extra="-DCMAKE_BUILD_TYPE=Debug -DXDPVHOST_FUZZ=ON -DXDPVHOST_UNIT_TESTS_ONLY=ON -DXDPVHOST_WERROR=ON"
+        export CC=clang CXX=clang++ ;;
+  *) echo "usage: $0 [release|asan|fuzz] [targets...]" >&2; exit 2 ;;
 esac
 # Configured every time (cheap): a tree made by an older script gets the
 # current options.
