@@ -461,25 +461,41 @@ TEST_F(Switching, FloodedPartialChecksumIsCompletedPerReceiver) {
   EXPECT_EQ(at_c[0].header.csum_offset, h->csum_offset);
 }
 
-TEST_F(Switching, SegmentationOffloadHeadersAreDroppedAsMalformed) {
+TEST_F(Switching, BadOffloadHeadersAreDroppedAndCountedByReason) {
   start_daemon({port("a", 1), port("b", 2)});
   auto a = connect_guest("a");
   auto b = connect_receiving_guest("b");
   ASSERT_TRUE(a);
+  const auto refused = [&](const char* reason) {
+    return stats("a").at("offload_refused").value(reason, std::uint64_t{0});
+  };
+  // TSO (negotiated) on a UDP frame.
   NetHeader gso{};
-  gso.gso_type = 1;  // VIRTIO_NET_HDR_GSO_TCPV4, never offered
+  gso.flags = NetHeader::kFlagNeedsCsum;
+  gso.gso_type = NetHeader::kGsoTcpv4;
   gso.gso_size = 1448;
   gso.hdr_len = 54;
+  gso.csum_start = 34;
+  gso.csum_offset = 16;
   ASSERT_TRUE(send_frames(*a, {numbered_frame(kMacB, kMacA, 1, 1000)}, 0, {}, gso));
   ASSERT_TRUE(tx_drained(*a));
-  EXPECT_TRUE(wait_until([&] { return drops("a", "malformed") == 1; })) << stats("a").dump();
+  EXPECT_TRUE(wait_until([&] { return drops("a", "bad_offload") == 1; })) << stats("a").dump();
+  EXPECT_EQ(refused("gso_l4_mismatch"), 1u) << stats("a").dump();
+  // UFO: never offered.
+  gso.gso_type = NetHeader::kGsoUdp;
+  gso.csum_offset = 6;
+  ASSERT_TRUE(send_frames(*a, {numbered_frame(kMacB, kMacA, 4, 1000)}, 0, {}, gso));
+  EXPECT_TRUE(wait_until([&] { return drops("a", "bad_offload") == 2; })) << stats("a").dump();
+  EXPECT_EQ(refused("gso_bad_type"), 1u) << stats("a").dump();
   // NEEDS_CSUM whose checksum field lies beyond the frame.
   NetHeader bad_csum{};
   bad_csum.flags = NetHeader::kFlagNeedsCsum;
   bad_csum.csum_start = 1000;
   bad_csum.csum_offset = 6;
   ASSERT_TRUE(send_frames(*a, {numbered_frame(kMacB, kMacA, 3, 100)}, 0, {}, bad_csum));
-  EXPECT_TRUE(wait_until([&] { return drops("a", "malformed") == 2; })) << stats("a").dump();
+  EXPECT_TRUE(wait_until([&] { return drops("a", "bad_offload") == 3; })) << stats("a").dump();
+  EXPECT_EQ(refused("csum_bad_start"), 1u) << stats("a").dump();
+  EXPECT_EQ(drops("a", "malformed"), 0u);
   const std::vector<Bytes> marker{numbered_frame(kMacB, kMacA, 2)};
   ASSERT_TRUE(send_frames(*a, marker));
   EXPECT_TRUE(same_frames(marker, receive(*b, 1)));
