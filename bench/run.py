@@ -59,6 +59,15 @@ def main():
                     "processes; data and flat reports go to DIR")
     ap.add_argument("--scenarios", help="comma-separated subset of scenario names to run "
                     "(e.g. guest_to_outside,request_response); default all")
+    ap.add_argument("--tcp-backends", help="real-guest TCP paths, comma-separated subset of "
+                    "tap,xdpvhostd,dpdk,tap-seg (default: all; smoke: tap,xdpvhostd)")
+    ap.add_argument("--tcp-secs", type=int, help="iperf3 seconds per real-guest TCP run (default 10; smoke 3)")
+    ap.add_argument("--tcp-reps", type=int, help="repetitions of the real-guest TCP order (default: --reps)")
+    ap.add_argument("--guest-image", help="the test guest image (tests/guest/build_image.sh; default "
+                    "$XDPVHOST_GUEST_IMAGE_DIR, then build*/guest-image)")
+    ap.add_argument("--xdpvhostd-tunables", metavar="K=V,...",
+                    help="xdpvhostd's start-up tunables instead of the defaults "
+                    "(busy_poll_us=50,signal_batch=32,napi_busy_poll=false)")
     ap.add_argument("--summary-only", metavar="JSONL",
                     help="only rebuild summary.md and the plots from an existing results.jsonl")
     args = ap.parse_args()
@@ -66,8 +75,26 @@ def main():
     prof = profile.SMOKE if args.smoke else profile.FULL
     if args.reps:
         prof.reps = args.reps
+    if args.tcp_secs:
+        prof.tcp_secs = args.tcp_secs
+    if args.tcp_reps:
+        prof.tcp_reps = args.tcp_reps
+    for kv in (args.xdpvhostd_tunables or "").split(","):
+        if kv.strip():
+            k, _, v = kv.partition("=")
+            prof.xdpvhostd_tunables[k.strip()] = (v.strip().lower() == "true") if v.strip().lower() in (
+                "true", "false") else int(v)
     if args.summary_only:
         return rebuild(args)
+    args.tcp_backends = ([b.strip() for b in args.tcp_backends.split(",") if b.strip()]
+                         if args.tcp_backends else list(prof.tcp_backends))
+    bad = [b for b in args.tcp_backends if b not in ("tap", "xdpvhostd", "dpdk", "tap-seg")]
+    if bad:
+        ap.error(f"unknown real-guest TCP paths {bad}")
+    args.guest_image = args.guest_image or os.environ.get("XDPVHOST_GUEST_IMAGE_DIR") or first_existing(
+        *(os.path.join(ROOT, d, "guest-image", "initrd.img") for d in ("build", "build-bench", "build-dev")))
+    if args.guest_image and args.guest_image.endswith("initrd.img"):
+        args.guest_image = os.path.dirname(args.guest_image)
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     bad = [b for b in args.backends if b not in backends.ALL]
     if bad:

@@ -11,7 +11,7 @@ import time
 
 from xvtest.testpmd_console import ConsoleError  # tests/pylib, put on sys.path by run.py
 
-from . import backends, cpu_account, launch, perf_profile, records, scenarios, summary
+from . import backends, cpu_account, launch, perf_profile, records, scenarios, summary, tcp_guests
 from .backends import Unavailable
 from .load_tools import ToolError, XdpCounter
 from .topology import Topology
@@ -225,7 +225,25 @@ def run_slot(ctx, name, rep):
         sut.stop()
 
 
+def inherited_lock():
+    """The lock file opened by a parent that holds it (`flock LOCK bench/run.py`):
+    the same open file description, so flock() on it succeeds at once."""
+    target = os.path.realpath(LOCK)
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.path.realpath(f"/proc/self/fd/{fd}") == target:
+                fcntl.flock(int(fd), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return os.fdopen(int(fd), "a+")
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def acquire_lock(wait_s):
+    f = inherited_lock()
+    if f is not None:
+        log(f"holding {LOCK} through the descriptor the parent (flock) locked")
+        return f
     f = open(LOCK, "a+")
     deadline = time.monotonic() + wait_s
     while True:
@@ -254,6 +272,48 @@ def clean_groups(groups):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def split_scenarios(only, profile):
+    """(run the synthetic scenarios?, real-guest TCP scenarios to run)."""
+    if only is None:
+        return True, list(profile.tcp_scenarios)
+    tcp = [s for s in tcp_guests.SCENARIOS if s in only]
+    unknown = only - set(tcp_guests.SCENARIOS) - SYNTHETIC
+    if unknown:
+        raise SystemExit(f"unknown scenarios {sorted(unknown)}; synthetic: {sorted(SYNTHETIC)}, "
+                         f"real-guest TCP: {list(tcp_guests.SCENARIOS)}")
+    return bool(only & SYNTHETIC), tcp
+
+
+SYNTHETIC = {"guest_to_outside", "outside_to_guest", "request_response", "light_load", "idle",
+             "sweep_busy_poll", "sweep_signal_batch", "sweep_napi_busy_poll"}
+
+
+def qemu_version():
+    try:
+        from xvtest.guest import qemu_version as qv
+        return qv()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def run_tcp(ctx, args, profile, scenarios_, order):
+    """The real-guest TCP scenarios (tcp_guests): tap, xdpvhostd, dpdk interleaved."""
+    image = args.guest_image
+    ctx.check_stop = check_stop
+    if not image or not os.path.exists(os.path.join(image, "initrd.img")):
+        why = (f"no guest image at {image!r} (tests/guest/build_image.sh DIR, or ctest's guest.image "
+               "fixture; --guest-image)")
+        log(f"real-guest TCP: {why}")
+        for name in order:
+            for scen in scenarios_:
+                ctx.recorder.write(None, name, scen, {}, "unavailable", error=why)
+        return
+    tcp_guests.setup(ctx, image)
+    reps = profile.tcp_reps or profile.reps
+    log(f"real-guest TCP: {scenarios_} x {order}, {reps} repetitions, {profile.tcp_secs} s each")
+    tcp_guests.run(ctx, order, scenarios_, reps, profile.tcp_secs)
 
 
 def run(args, profile):
@@ -291,24 +351,35 @@ def run(args, profile):
     order = [b for b in backends.ALL if b in args.backends]
     started = time.monotonic()
     interrupted = False
+    synthetic, tcp = split_scenarios(ctx.only, profile)
+    tcp_order = [b for b in tcp_guests.BACKENDS if b in args.tcp_backends] if tcp else []
+    if not synthetic:
+        order = []
     try:
-        ctx.topo = Topology().create()
-        ctx.counter = XdpCounter(ctx.tools, os.path.join(WORKDIR, "xdpcount.log")).start()
+        if order:
+            ctx.topo = Topology().create()
+            ctx.counter = XdpCounter(ctx.tools, os.path.join(WORKDIR, "xdpcount.log")).start()
         env = records.environment()
-        meta = {"topology": ctx.topo.describe(), "environment": env, "cgroup": f"{kind} at {root}",
+        meta = {"topology": ctx.topo.describe() if order else None, "environment": env,
+                "cgroup": f"{kind} at {root}",
                 "pmu": pmu, "pmu_note": pmu_reason, "backend_cpu": profile.backend_cpu,
                 "guest_cpu": profile.guest_cpu, "nice": profile.nice, "client_sched": profile.client_sched,
                 "order": order, "reps": profile.reps,
-                "xdp_counter_mode": ctx.counter.mode, "xdpvhostd": ctx.xdpvhostd,
+                "xdp_counter_mode": ctx.counter.mode if order else None, "xdpvhostd": ctx.xdpvhostd,
+                "tcp": {"scenarios": tcp, "backends": tcp_order, "seconds": profile.tcp_secs,
+                        "reps": profile.tcp_reps or profile.reps, "guest_image": args.guest_image,
+                        "qemu": qemu_version()} if tcp else None,
                 "profile": {k: v for k, v in vars(profile).items()}}
         ctx.recorder.write(None, None, "run", {}, "ok", result=meta, load_before=records.loadavg())
         log(f"run {run_id} ({profile.name}): backends {order}, {profile.reps} repetitions; "
             f"backend cpu {profile.backend_cpu}, guest cpu {profile.guest_cpu}, nice {profile.nice}; "
             f"cgroup {kind}; {pmu_reason}")
-        for rep in range(profile.reps):
+        for rep in range(profile.reps if order else 0):
             for name in order:
                 check_stop()
                 run_slot(ctx, name, rep)
+        if tcp and tcp_order:
+            run_tcp(ctx, args, profile, tcp, tcp_order)
     except KeyboardInterrupt as e:
         interrupted = True
         log(f"interrupted ({e or 'Ctrl-C'}): tearing down")
@@ -316,6 +387,8 @@ def run(args, profile):
         launch.REGISTRY.kill_all()
         if getattr(ctx, "topo", None):
             ctx.topo.destroy()
+        if tcp:
+            tcp_guests.teardown(ctx)
         for g in ctx.groups.values():
             g.remove()
         for s, h in old.items():

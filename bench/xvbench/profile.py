@@ -34,6 +34,10 @@ class Profile:
     client_sched: str = "fifo"     # ICMP client: SCHED_FIFO 10 (blocking, never spins) or "nice" (-20 only)
     nice: int = 0                  # nice level of backend and guest (the source/client run at -20)
     settle_s: float = 0.2          # after a paced trial, before counters are read
+    tcp_secs: int = 10             # real-guest TCP: iperf3 duration
+    tcp_reps: int = 0              # real-guest TCP repetitions (0: reps)
+    tcp_scenarios: tuple = ("tcp_guest_to_outside", "tcp_outside_to_guest", "tcp_vm_to_vm")
+    tcp_backends: tuple = ("tap", "xdpvhostd", "dpdk", "tap-seg")
     xdpvhostd_tunables: dict = field(default_factory=lambda: {
         "busy_poll_us": 50, "signal_batch": 32, "napi_busy_poll": False})
 
@@ -51,4 +55,5 @@ SMOKE = Profile(
     o2g_trial_s=0.5, o2g_start_pps=100_000, o2g_max_trials=2, o2g_precision=0.25, o2g_max_pps=3_000_000,
     loss_limit=0.005, rr_s=1.0, rr_warmup=50, light_s=1.0, idle_s=1.0, probe_s=0.3,
     busy_poll_values=(0, 50), signal_batch_values=(1, 32), napi_values=(False, True),
-    sweep_rr_s=0.5, sweep_light_s=0.5, sweep_o2g_pps=50_000, sweep_trial_s=0.5, settle_s=0.15)
+    sweep_rr_s=0.5, sweep_light_s=0.5, sweep_o2g_pps=50_000, sweep_trial_s=0.5, settle_s=0.15,
+    tcp_secs=3, tcp_reps=1, tcp_scenarios=("tcp_guest_to_outside",), tcp_backends=("tap", "xdpvhostd"))

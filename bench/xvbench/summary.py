@@ -6,6 +6,8 @@ sweep tables, and the issue's targets."""
 import os
 import statistics
 
+from . import tcp_guests
+
 BACKENDS = ("afxdp", "dpdk", "dpdk-bp", "xdpvhostd")
 TITLES = {"afxdp": "bare AF_XDP", "dpdk": "DPDK (busy_budget=0)", "dpdk-bp": "DPDK (pref. busy poll)",
           "xdpvhostd": "xdpvhostd"}
@@ -304,7 +306,24 @@ def write(out_dir, records, elapsed_s=None, interrupted=False):
              f"({meta.get('profile', {}).get('name', '?')})", ""]
     if interrupted:
         lines += ["**Interrupted: partial results.**", ""]
-    lines += [
+    synthetic = [r for r in records if r.get("backend") in BACKENDS
+                 and not str(r.get("scenario", "")).startswith("tcp_")]
+    tcp_lines = tcp_guests.table(records)
+    tcp_meta = meta.get("tcp") or {}
+    if not synthetic and tcp_lines:
+        lines += [
+            f"- machine: {env.get('cpus')} CPUs ({env.get('cpu_model')}), kernel {env.get('kernel')}, "
+            f"DPDK {env.get('dpdk')}; vm1's vCPU alone on CPU {meta.get('guest_cpu')}; backend, QEMU I/O "
+            f"threads, vm2's vCPU and the peer's iperf3 on CPU {meta.get('backend_cpu')}; all at nice "
+            f"{meta.get('nice', 0)}",
+            f"- order {' '.join(tcp_meta.get('backends') or [])}, repeated {tcp_meta.get('reps')}× "
+            "(scenario order reversed every other repetition)"
+            + (f"; measurements took {elapsed_s / 60:.1f} min" if elapsed_s else ""),
+            f"- 1-min load average during the run: {min(loads):.2f}–{max(loads):.2f} (other sessions share "
+            "the 2 cores)" if loads else "- load: ?",
+            f"- CPU accounting: {meta.get('cgroup')}, threads placed one by one; {meta.get('pmu_note')}",
+            f"- xdpvhostd: {meta.get('xdpvhostd')}", ""]
+    lines += [] if not synthetic and tcp_lines else [
         f"- machine: {env.get('cpus')} CPUs ({env.get('cpu_model')}), kernel {env.get('kernel')}, "
         f"DPDK {env.get('dpdk')}; backend (and source/client, nice -20) on CPU {meta.get('backend_cpu')}, "
         f"guest alone on CPU {meta.get('guest_cpu')}; backend and guest at nice {meta.get('nice', 0)}; "
@@ -317,17 +336,27 @@ def write(out_dir, records, elapsed_s=None, interrupted=False):
         f"- guest→outside counted by an XDP program on the peer veth ({meta.get('xdp_counter_mode')} mode); "
         f"outside→guest by the receiving testpmd's port counters",
         "",
-        main_table(records, sizes), ""]
+        ""]
+    if synthetic or not tcp_lines:
+        lines += [main_table(records, sizes), ""]
     unavailable = {}
-    for r in records:
+    for r in synthetic:
         if r.get("status") == "unavailable" and r.get("backend") and r["backend"] not in unavailable:
             unavailable[r["backend"]] = r.get("error", "").splitlines()[0] if r.get("error") else ""
     for b, why in unavailable.items():
         lines.append(f"- {TITLES.get(b, b)} unavailable: {why}")
     if unavailable:
         lines.append("")
-    lines += ["### Targets (issue 6)", ""] + targets(records, sizes) + [""]
-    lines += sweeps(records)
+    if synthetic or not tcp_lines:
+        lines += ["### Targets (issue 6)", ""] + targets(records, sizes) + [""]
+        lines += sweeps(records)
+    if tcp_lines:
+        tcp = meta.get("tcp") or {}
+        lines += ["### Real-guest TCP (issue 11)", "",
+                  f"iperf3 TCP {tcp.get('seconds')} s, one stream, TCG guests (1 vCPU, {tcp.get('qemu')}); "
+                  "paths interleaved per repetition; cells: median (min–max); ratios: median of "
+                  "per-repetition ratios against the tap path. Backend CPU: xdpvhostd / testpmd "
+                  "processes; for tap QEMU's non-vCPU threads (see bench/README.md).", ""] + tcp_lines + [""]
     md = "\n".join(lines) + "\n"
     with open(os.path.join(out_dir, "summary.md"), "w") as f:
         f.write(md)
