@@ -4,7 +4,7 @@
 
 #include "net/ethernet.hpp"
 #include "sys/socket_directory.hpp"
-#include "xsk/frame_room.hpp"
+#include "nic/uplink_frame_limit.hpp"
 
 namespace xdpvhost::daemon::config_rules {
 
@@ -38,6 +38,14 @@ std::optional<ConfigError> check_name_unused(const Config& config, const std::st
 }
 
 }  // namespace
+
+nic::UplinkFrameLimit static_frame_limit(const UplinkConfig& uplink) {
+  nic::UplinkFrameFacts facts;
+  facts.frame_size = uplink.frame_size;
+  facts.ifname = uplink.interface;
+  facts.kernel = nic::KernelVersion::running();
+  return nic::uplink_frame_limit(facts);
+}
 
 std::string json_quoted(std::string_view s) {
   return nlohmann::json(std::string(s))
@@ -128,16 +136,18 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
       return field_error(ConfigErrorKind::kNotFound, where, "uplink",
                          "there is no uplink " + json_quoted(*port.uplink));
     }
-    // A frame must fit one UMEM frame after the kernel's XDP headroom.
-    const std::uint32_t room = xsk::rx_frame_room(uplink->frame_size);
+    // A frame must fit what an uplink of this frame size can carry on the
+    // running kernel (one UMEM frame, or a descriptor chain with
+    // multi-buffer); the interface itself may allow less, which the uplink
+    // reports once it is set up (UplinkController::admits_mtu).
+    const nic::UplinkFrameLimit limit = static_frame_limit(*uplink);
     const std::uint32_t frame = net::max_frame_for_mtu(port.mtu);
-    if (frame > room) {
+    if (!limit.fits(frame)) {
       return field_error(ConfigErrorKind::kInvalid, where, "mtu",
                          std::to_string(port.mtu) + " needs frames of " + std::to_string(frame) +
                              " bytes; uplink " + json_quoted(uplink->name) + " (frame_size " +
-                             std::to_string(uplink->frame_size) + ") holds at most " +
-                             std::to_string(room) +
-                             (uplink->frame_size < 4096 ? " (use frame_size 4096)" : ""));
+                             std::to_string(uplink->frame_size) + ") carries at most " +
+                             std::to_string(limit.max_frame) + ": " + limit.reason);
     }
   }
   return check_thread(config, port.thread, where);

@@ -9,8 +9,14 @@
 #include "config/config.hpp"
 #include "config/config_result.hpp"
 #include "json_schema/json_schema.hpp"
+#include "nic/uplink_frame_limit.hpp"
 
 namespace xdpvhost::daemon::config_rules {
+
+// The longest frame an uplink of this config can carry on the running
+// kernel, before its interface is looked at (nic::uplink_frame_limit with
+// the kernel and frame size only).
+nic::UplinkFrameLimit static_frame_limit(const UplinkConfig& uplink);
 
 // `s` as a JSON string, for messages.
 std::string json_quoted(std::string_view s);

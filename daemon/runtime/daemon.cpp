@@ -168,6 +168,11 @@ std::optional<ConfigError> Daemon::remove_uplink(const std::string& name) {
 }
 
 std::string Daemon::open_port(const PortConfig& port) {
+  // What the uplink's interface, program and sockets carry, once set up.
+  if (const auto* uplink = uplink_of(port)) {
+    std::string why;
+    if (!uplink->admits_mtu(port.mtu, why)) return why;
+  }
   auto controller = std::make_unique<controller::GuestPortController>(
       *dataplane_, io_, port, uplink_id(port.uplink),
       dataplane::PortTunables::of(resolve(config_.tunables, port.tunables)),

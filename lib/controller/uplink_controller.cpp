@@ -6,7 +6,6 @@
 
 #include "nic/flood_socket.hpp"
 #include "net/ethernet.hpp"
-#include "xsk/frame_room.hpp"
 #include "xsk/umem.hpp"
 
 namespace xdpvhost::controller {
@@ -36,7 +35,13 @@ UplinkController::UplinkController(Dataplane& dataplane, boost::asio::io_context
       id_(id),
       tunables_(tunables),
       bpf_object_(std::move(bpf_object)),
-      stats_timer_(io) {}
+      stats_timer_(io) {
+  // Until the interface is set up: what the running kernel promises.
+  frame_facts_.frame_size = config_.frame_size;
+  frame_facts_.ifname = config_.interface;
+  frame_facts_.kernel = nic::KernelVersion::running();
+  frame_limit_ = nic::uplink_frame_limit(frame_facts_);
+}
 
 UplinkController::~UplinkController() {
   alive_.reset();
@@ -55,9 +60,31 @@ UplinkController::~UplinkController() {
 std::uint32_t UplinkController::max_frame() const {
   std::uint32_t mtu = 1500;
   for (const auto& [name, guest] : guests_) mtu = std::max(mtu, guest.mtu);
-  // Never more than one UMEM frame holds after the kernel's XDP headroom:
-  // longer frames are dropped (and counted) in XDP, not lost in the socket.
-  return std::min(net::max_frame_for_mtu(mtu), xsk::rx_frame_room(config_.frame_size));
+  // Never more than the uplink carries (one UMEM frame after the kernel's
+  // XDP headroom, or a descriptor chain with multi-buffer): longer frames
+  // are dropped (and counted) in XDP, not lost in the socket.
+  return std::min(net::max_frame_for_mtu(mtu), frame_limit_.max_frame);
+}
+
+bool UplinkController::admits_mtu(std::uint32_t mtu, std::string& why) const {
+  const std::uint32_t frame = net::max_frame_for_mtu(mtu);
+  if (frame_limit_.fits(frame)) return true;
+  why = "mtu " + std::to_string(mtu) + " needs frames of " + std::to_string(frame) +
+        " bytes; uplink " + config_.name + " carries at most " +
+        std::to_string(frame_limit_.max_frame) + ": " + frame_limit_.reason;
+  return false;
+}
+
+void UplinkController::update_frame_limit() {
+  frame_limit_ = nic::uplink_frame_limit(frame_facts_);
+  spdlog::info("uplink {}: frames up to {} bytes{} ({})", config_.name, frame_limit_.max_frame,
+               frame_limit_.multi_buffer ? ", multi-buffer" : "", frame_limit_.reason);
+  for (const auto& [name, guest] : guests_) {
+    std::string why;
+    if (!admits_mtu(guest.mtu, why))
+      spdlog::error("uplink {}: port {}: {}; its longer frames are dropped as oversize",
+                    config_.name, name, why);
+  }
 }
 
 bool UplinkController::start(std::string& error) {
@@ -98,11 +125,17 @@ bool UplinkController::start(std::string& error) {
 }
 
 bool UplinkController::setup(std::string& error) {
+  std::string note;
+  frame_facts_ = nic::probe_uplink_frame_facts(config_.interface, config_.frame_size, &note);
+  if (!note.empty()) spdlog::info("uplink {}: frame limit: {}", config_.name, note);
+  frame_limit_ = nic::uplink_frame_limit(frame_facts_);
   nic::XdpProgramOptions options;
   options.object_path = bpf_object_;
   options.max_frame_len = max_frame();
   program_ = nic::XdpProgram::attach(config_.interface, options, error);
   if (!program_) return false;
+  frame_facts_.xdp_mode = program_->mode();
+  frame_facts_.program_frags = program_->frags();
   spdlog::info("uplink {}: XDP program on {}: {} (object {})", config_.name, config_.interface,
                program_->attach_report(), program_->object_path());
   std::string filter_error;
@@ -120,6 +153,8 @@ bool UplinkController::setup(std::string& error) {
       [first, flood = std::move(flood)]() mutable { first->set_flood_socket(std::move(flood)); });
   std::string bind_error;
   if (!bind_queues(bind_error)) spdlog::warn("uplink {}: {}", config_.name, bind_error);
+  update_frame_limit();
+  apply_max_frame();
   return true;
 }
 
@@ -156,6 +191,9 @@ bool UplinkController::bind_queues(std::string& error) {
       sc.rx_size = config_.ring_size;
       sc.tx_size = config_.ring_size;
       sc.bind_mode = config_.bind;
+      // Frames longer than a UMEM frame as descriptor chains where the
+      // kernel takes it (the socket falls back and says so where not).
+      sc.multi_buffer = true;
       socket = xsk::XskSocket::create(*umem, sc, why);
     }
     if (!socket) {
@@ -171,6 +209,10 @@ bool UplinkController::bind_queues(std::string& error) {
     }
     spdlog::info("uplink {}: queue {} bound: {}", config_.name, port->queue(),
                  socket->bind_report());
+    if (i == 0) {  // the queues are bound alike; the first one's facts stand for all
+      frame_facts_.zero_copy = socket->zero_copy();
+      frame_facts_.socket_multi_buffer = socket->multi_buffer();
+    }
     ServiceThread* thread = &dataplane_.thread(threads_[i]);
     thread->call([thread, port, umem = std::move(umem), socket = std::move(socket)]() mutable {
       port->bind(std::move(umem), std::move(socket));

@@ -27,6 +27,7 @@
 #include "net/mac_address.hpp"
 #include "nic/link_monitor.hpp"
 #include "nic/unicast_filter.hpp"
+#include "nic/uplink_frame_limit.hpp"
 #include "nic/xdp_program.hpp"
 
 namespace xdpvhost::controller {
@@ -83,6 +84,13 @@ class UplinkController {
   nic::XdpSteerStats program_stats() const;
   // Filter method in use: "unicast list", "promiscuous" or "" (none).
   std::string filter_report() const;
+  // The longest frame this uplink carries and the kernel or driver limit
+  // that sets it: what the interface, the attached program and the bound
+  // sockets allow once set up; before that, what the kernel and the
+  // interface promise (nic/uplink_frame_limit.hpp).
+  const nic::UplinkFrameLimit& frame_limit() const noexcept { return frame_limit_; }
+  // Whether a guest of this MTU fits; `why` names the limit if not.
+  bool admits_mtu(std::uint32_t mtu, std::string& why) const;
 
  private:
   bool setup(std::string& error);
@@ -114,7 +122,12 @@ class UplinkController {
   void steer(const net::MacAddress& mac);
   void unsteer(const net::MacAddress& mac);
   void apply_max_frame();
+  // Recomputes frame_limit_ from frame_facts_ and logs it (and every guest
+  // it leaves out).
+  void update_frame_limit();
   std::map<std::string, Guest> guests_;  // by port name
+  nic::UplinkFrameFacts frame_facts_;
+  nic::UplinkFrameLimit frame_limit_;
   LinkState link_ = LinkState::kAbsent;
   nic::XdpSteerStats stats_base_;  // counters of programs detached before
 

@@ -55,6 +55,8 @@ void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
   socket_ = std::move(socket);
   tx_reserved_ = 0;
   tx_needs_kick_ = false;
+  // Jumbo segments are made here before they are cut into UMEM frames.
+  tx_scratch_.resize(socket_->multi_buffer() ? kMaxJumboFrame : 0);
   const std::uint32_t budget = std::min(kTxBudget, socket_->config().tx_size);
   if (int rc = socket_->set_tx_budget(budget); rc != 0)
     spdlog::info(
@@ -180,7 +182,12 @@ unsigned UplinkQueuePort::poll(Forwarder& forwarder) {
 
 unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
   std::uint32_t idx = 0;
-  const std::uint32_t got = socket_->rx_peek(options_.tunables.rx_burst, idx);
+  // With multi-buffer a frame longer than one UMEM frame is a chain of
+  // descriptors; only whole chains are peeked.
+  const bool chains = socket_->multi_buffer();
+  const std::uint32_t burst = options_.tunables.rx_burst;
+  const std::uint32_t got =
+      chains ? socket_->rx_peek_packets(burst, idx) : socket_->rx_peek(burst, idx);
   std::uint32_t done = 0;
   // Frames GRO holds stay in their UMEM frames until the flush at the end of
   // this burst delivers them; nothing waits for a later burst.
@@ -188,6 +195,12 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
   auto deliver = [&](const net::GroFrame& f) { forward_gro(forwarder, f); };
   for (; done < got; ++done) {
     const xdp_desc& d = socket_->rx_desc(idx + done);
+    if (chains && xsk::continues(d.options)) {
+      const xsk::PacketExtent packet = socket_->rx_packet(idx + done, got - done);
+      if (!forward_chain(forwarder, idx + done, packet)) break;  // destination full
+      done += packet.descriptors - 1;
+      continue;
+    }
     const std::uint8_t* data = umem_->data(d.addr);
     const Span span{data, d.len};
     Frame frame(span);
@@ -217,6 +230,37 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
   if (done < got) socket_->rx_cancel(got - done);
   if (done != 0) socket_->rx_release(done);
   return done;
+}
+
+bool UplinkQueuePort::forward_chain(Forwarder& forwarder, std::uint32_t first,
+                                    const xsk::PacketExtent& packet) {
+  // rx_peek_packets() hands out whole chains only: packet.complete().
+  const auto release = [&] {
+    for (std::uint32_t i = 0; i < packet.descriptors; ++i)
+      umem_->frames().free(socket_->rx_desc(first + i).addr);
+  };
+  if (packet.descriptors > chain_spans_.size()) {  // longer than any MTU allows
+    counters().drop(DropReason::kOversize);
+    release();
+    return true;
+  }
+  for (std::uint32_t i = 0; i < packet.descriptors; ++i) {
+    const xdp_desc& d = socket_->rx_desc(first + i);
+    chain_spans_[i] = Span{umem_->data(d.addr), d.len};
+  }
+  Frame frame;
+  frame.spans = chain_spans_.data();
+  frame.span_count = packet.descriptors;
+  frame.len = packet.len;
+  if (!load_ethernet_header(frame)) {
+    counters().drop(DropReason::kMalformed);
+  } else {
+    if (!forwarder.forward(*this, frame)) return false;  // kept on the ring
+    counters().rx_packets.add();
+    counters().rx_bytes.add(packet.len);
+  }
+  release();
+  return true;
 }
 
 bool UplinkQueuePort::coalescable(const Frame& frame, const Forwarder& forwarder) const noexcept {
@@ -291,34 +335,56 @@ unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {
 
 // ---- guests -> NIC ---------------------------------------------------------------
 
-bool UplinkQueuePort::has_tx_room(std::uint32_t frames) const noexcept {
+bool UplinkQueuePort::has_tx_room(std::uint32_t descriptors) const noexcept {
   // Seed 003: a bounded number of frames between TX and completion.
-  if (umem_->tx_in_flight() + tx_reserved_ + frames > options_.tunables.tx_inflight_max)
+  if (umem_->tx_in_flight() + tx_reserved_ + descriptors > options_.tunables.tx_inflight_max)
     return false;
-  return umem_->frames().available() >= frames && socket_->tx_free(frames) >= frames;
+  return umem_->frames().available() >= descriptors &&
+         socket_->tx_free(descriptors) >= descriptors;
+}
+
+std::uint32_t UplinkQueuePort::tx_descriptors(std::uint32_t len) const noexcept {
+  return xsk::descriptors_for(len, umem_->config().frame_size);
 }
 
 bool UplinkQueuePort::can_accept(const Frame& frame) const noexcept {
   if (!socket_ || !link_up_) return true;  // deliver() counts the drop
-  return has_tx_room(frame.needs_offload() ? frame.offload.segments : 1);
+  if (!frame.needs_offload()) return has_tx_room(tx_descriptors(frame.len));
+  return has_tx_room(frame.offload.segments *
+                     tx_descriptors(std::min(frame.len, options_.max_frame)));
 }
 
-void UplinkQueuePort::put_on_tx(std::uint32_t len, std::uint64_t addr) {
+void UplinkQueuePort::put_on_tx(const std::uint64_t* addrs, const std::uint32_t* lens,
+                                std::uint32_t descriptors, std::uint32_t len) {
   std::uint32_t idx = 0;
-  socket_->tx_reserve(1, idx);  // has_tx_room() said there is room
-  xdp_desc& d = socket_->tx_desc(idx);
-  d.addr = addr;
-  d.len = len;
-  d.options = 0;
-  ++tx_reserved_;
+  socket_->tx_reserve_packet(descriptors, idx);  // has_tx_room() said there is room
+  for (std::uint32_t i = 0; i < descriptors; ++i)
+    socket_->tx_packet_desc(idx, i, descriptors, addrs[i], lens[i]);
+  tx_reserved_ += descriptors;
   counters().tx_packets.add();
   counters().tx_bytes.add(len);
-  // Keep the kernel busy within a long burst, too.
+  // Keep the kernel busy within a long burst, too; always at a packet's end,
+  // so that the kernel sees a chain whole.
   if (tx_reserved_ >= options_.tunables.tx_burst) {
     socket_->tx_submit(tx_reserved_);
     tx_reserved_ = 0;
     kick_tx();
   }
+}
+
+bool UplinkQueuePort::put_copy_on_tx(const net::ByteSpans& bytes) {
+  const std::uint32_t frame_size = umem_->config().frame_size;
+  const std::uint32_t n = tx_descriptors(bytes.len);
+  if (n == 0 || n > socket_->tx_max_packet_descriptors() || n > kMaxChain) return false;
+  std::array<std::uint64_t, kMaxChain> addrs{};
+  std::array<std::uint32_t, kMaxChain> lens{};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    addrs[i] = umem_->frames().alloc();
+    lens[i] = std::min(frame_size, bytes.len - i * frame_size);
+    net::gather(bytes, i * frame_size, umem_->data(addrs[i]), lens[i]);
+  }
+  put_on_tx(addrs.data(), lens.data(), n, bytes.len);
+  return true;
 }
 
 void UplinkQueuePort::deliver(const Frame& frame) {
@@ -330,50 +396,68 @@ void UplinkQueuePort::deliver(const Frame& frame) {
     deliver_offloaded(frame);
     return;
   }
-  if (frame.len > options_.max_frame || frame.len > umem_->config().frame_size) {
+  if (frame.len > options_.max_frame) {
     counters().drop(DropReason::kOversize);
     return;
   }
-  if (!has_tx_room(1)) {
+  if (!has_tx_room(tx_descriptors(frame.len))) {
     counters().drop(DropReason::kUplinkTxFull);
     return;
   }
-  const std::uint64_t addr = umem_->frames().alloc();
-  gather(frame, 0, umem_->data(addr), frame.len);
-  put_on_tx(frame.len, addr);
+  // One UMEM frame, or (multi-buffer) a chain of them.
+  if (!put_copy_on_tx(frame.bytes())) counters().drop(DropReason::kOversize);
 }
 
 // A guest's GSO frame, or one with a checksum left to the "NIC": segmented
 // (or copied whole) straight into UMEM frames, headers fixed and checksums
-// finished in software on the way.
+// finished in software on the way. A segment longer than one UMEM frame
+// (jumbo MTU) is made in a scratch buffer and copied out as a chain.
 void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
   const std::uint32_t segments = frame.offload.segments;
-  if (!has_tx_room(segments)) {
+  const std::uint32_t per_segment = tx_descriptors(std::min(frame.len, options_.max_frame));
+  if (!has_tx_room(segments * per_segment)) {
     counters().drop(DropReason::kUplinkTxFull);
     return;
   }
   struct UmemSink {
     UplinkQueuePort& port;
-    std::uint32_t room;
-    std::uint64_t addr = 0;
+    std::uint32_t frame_size;
+    std::uint32_t max_frame;
+    std::uint64_t addr = 0;  // the UMEM frame handed out, while `held`
+    bool held = false;
+    bool failed = false;
     net::SegmentBuffer next_buffer(std::uint32_t len) noexcept {
-      if (len > room) return {};
+      if (len > max_frame) return {};
+      if (len > frame_size) return {port.tx_scratch_.data(), max_frame};
       addr = port.umem_->frames().alloc();
-      return {port.umem_->data(addr), room};
+      held = true;
+      return {port.umem_->data(addr), frame_size};
     }
-    void commit(const net::SegmentBuffer&, const net::SegmentMeta& meta) noexcept {
-      port.put_on_tx(meta.len, addr);
+    void commit(const net::SegmentBuffer& b, const net::SegmentMeta& meta) noexcept {
+      if (b.data != port.tx_scratch_.data()) {
+        port.put_on_tx(&addr, &meta.len, 1, meta.len);
+        held = false;
+        return;
+      }
+      const Span whole{b.data, meta.len};
+      net::ByteSpans bytes;
+      bytes.spans = &whole;
+      bytes.count = 1;
+      bytes.len = meta.len;
+      if (!port.put_copy_on_tx(bytes)) failed = true;
     }
-  } sink{*this, std::min(options_.max_frame, umem_->config().frame_size)};
+  } sink{*this, umem_->config().frame_size,
+         std::min(options_.max_frame, static_cast<std::uint32_t>(tx_scratch_.size()))};
   const net::SegmentResult r =
       net::segment(frame.bytes(), frame.offload, net::ChecksumMode::software, sink);
-  if (r.status == net::SegmentStatus::buffer_too_small) {
-    umem_->frames().free(sink.addr);  // handed out, not committed
+  if (r.status == net::SegmentStatus::buffer_too_small || sink.failed) {
+    if (sink.held) umem_->frames().free(sink.addr);  // handed out, not committed
     counters().drop(DropReason::kOversize);
     return;
   }
   if (frame.offload.is_gso()) counters().gso_segments.add(r.segments);
-  if (frame.offload.request.csum.needed || frame.offload.is_gso()) counters().csum_software.add(r.segments);
+  if (frame.offload.request.csum.needed || frame.offload.is_gso())
+    counters().csum_software.add(r.segments);
 }
 
 void UplinkQueuePort::kick_tx() noexcept {

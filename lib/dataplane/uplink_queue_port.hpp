@@ -90,10 +90,21 @@ class UplinkQueuePort final : public Port {
   // Frames for a guest that takes TSO go through GRO; the rest straight on.
   bool coalescable(const Frame& frame, const Forwarder& forwarder) const noexcept;
   void forward_gro(Forwarder& forwarder, const net::GroFrame& f);
-  // Room for `frames` more frames between TX and completion, and on the ring.
-  bool has_tx_room(std::uint32_t frames) const noexcept;
-  // One frame (or segment) copied into a UMEM frame and onto the TX ring.
-  void put_on_tx(std::uint32_t len, std::uint64_t addr);
+  // A frame of several RX descriptors (multi-buffer) forwarded; false if
+  // its destination is full (the chain stays on the ring).
+  bool forward_chain(Forwarder& forwarder, std::uint32_t first, const xsk::PacketExtent& packet);
+  // Room for `descriptors` more UMEM frames between TX and completion, and
+  // on the ring.
+  bool has_tx_room(std::uint32_t descriptors) const noexcept;
+  // UMEM frames a frame of `len` bytes takes on TX.
+  std::uint32_t tx_descriptors(std::uint32_t len) const noexcept;
+  // One packet, already in UMEM frames addrs[0..descriptors), onto the TX
+  // ring (a chain with XDP_PKT_CONTD when several).
+  void put_on_tx(const std::uint64_t* addrs, const std::uint32_t* lens, std::uint32_t descriptors,
+                 std::uint32_t len);
+  // `bytes` copied into as many UMEM frames as it needs and put on TX;
+  // false if the socket cannot send a chain that long.
+  bool put_copy_on_tx(const net::ByteSpans& bytes);
   void deliver_offloaded(const Frame& frame);
   unsigned poll_flood(Forwarder& forwarder);
   void kick_tx() noexcept;
@@ -123,6 +134,15 @@ class UplinkQueuePort final : public Port {
   UplinkQueueCounters queue_counters_;
   mutable std::mutex reason_mutex_;  // control path only: set by commands, read by reports
   std::string reason_ = "not requested";
+
+  // Longest chain handled either way: a 9018-byte frame is 6 RX descriptors
+  // of 2048-byte frames (1792 bytes of room), 65549 bytes 37; copy-mode TX
+  // takes at most 18 (xsk::kCopyModeMaxTxDescriptors).
+  static constexpr std::uint32_t kMaxChain = 64;
+  // A jumbo GSO segment before it is cut into UMEM frames.
+  static constexpr std::uint32_t kMaxJumboFrame = 65536;
+  std::array<Span, kMaxChain> chain_spans_{};
+  std::vector<std::uint8_t> tx_scratch_;
 
   net::GroTable gro_;
   std::vector<std::uint64_t> rx_addrs_;  // UMEM frames of this burst, freed after the GRO flush
