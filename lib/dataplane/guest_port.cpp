@@ -409,7 +409,8 @@ GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
   // One receive chain per segment at least: without them the whole frame
   // waits (a frame is never delivered in part while buffers are short).
   net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
-  if (q.ring.available() < segmenter.total()) {
+  const std::uint32_t total = segmenter.total();
+  if (q.ring.available(static_cast<std::uint16_t>(std::min<std::uint32_t>(total, 0xffff))) < total) {
     if (q.ring.broken()) {
       report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
       counters().drop(DropReason::kQueueBroken);

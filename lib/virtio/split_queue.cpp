@@ -73,9 +73,11 @@ std::uint16_t SplitQueue::load_avail_idx() const noexcept {
   return field16(avail_, kIdxOffset).load(std::memory_order_acquire);
 }
 
-std::uint16_t SplitQueue::available() noexcept {
+std::uint16_t SplitQueue::available(std::uint16_t want) noexcept {
   if (!usable()) return 0;
-  if (avail_idx_ == last_avail_idx_) {
+  // The cached index is read again only when it shows fewer than `want`:
+  // the driver may have made more available since.
+  if (static_cast<std::uint16_t>(avail_idx_ - last_avail_idx_) < want) {
     const std::uint16_t idx = load_avail_idx();
     if (static_cast<std::uint16_t>(idx - last_avail_idx_) > size_) {
       fail(QueueError::kAvailIndexJump);

@@ -51,8 +51,11 @@ class SplitQueue {
   std::uint16_t last_avail_idx() const noexcept { return last_avail_idx_; }
   const std::shared_ptr<const GuestMemory>& memory() const noexcept { return memory_; }
 
-  // Chains the driver has made available and we have not popped yet.
-  std::uint16_t available() noexcept;
+  // Chains the driver has made available and we have not popped yet: the
+  // cached count, or (when that is below `want`) what the driver's avail
+  // index says now. available() reads the index only once the cache is used
+  // up; a caller that needs n chains at once asks available(n).
+  std::uint16_t available(std::uint16_t want = 1) noexcept;
   // The driver's avail index as it is now (an acquire load; no check).
   std::uint16_t driver_avail_idx() const noexcept { return load_avail_idx(); }
 

@@ -13,8 +13,11 @@ from xvtest.control import ControlUnavailable, RpcError
 from xvtest.daemon import Daemon
 from xvtest.guest import Guest, GuestError, GuestTimeout, iperf3_summary, parse_result
 
-# Offloads xdpvhostd must not offer: it never segments frames (DESIGN.md).
-SEGMENTATION_FEATURES = ("HOST_TSO4", "HOST_TSO6", "HOST_UFO", "HOST_ECN", "GSO")
+# Segmentation offload both ways: the daemon takes TSO frames from guests
+# and hands them whole to guests that take them (or segments them in software).
+TSO_FEATURES = ("HOST_TSO4", "HOST_TSO6", "HOST_ECN", "GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN")
+# Never offered: UFO would need IP fragmentation.
+NEVER_FEATURES = ("HOST_UFO", "GUEST_UFO")
 
 
 def rtt(res: dict) -> str:
@@ -242,6 +245,47 @@ def check_counters(r: ScenarioResult, d: Daemon, ports, label: str) -> dict:
             r.note(f"port {p} drops: {drops}")
         out[p] = s
     return out
+
+
+def offload_counters(stats: dict) -> dict:
+    """The offload counters of one port's or uplink's stats.get entry that are
+    not zero (GSO in/out, segments made, software checksums, GRO, refusals)."""
+    keys = ("gso_rx", "gso_tx", "gso_segments", "csum_software", "csum_offloaded",
+            "gro_frames", "gro_segments")
+    out = {k: stats.get(k) for k in keys if stats.get(k)}
+    refused = {k: v for k, v in (stats.get("offload_refused") or {}).items() if v}
+    if refused:
+        out["offload_refused"] = refused
+    return out
+
+
+def check_offload(r: ScenarioResult, counters: dict, label: str, want: dict[str, bool]):
+    """want: counter -> True (must have counted) / False (must stay 0). A
+    guest's refused offload requests always fail the check."""
+    for key, nonzero in want.items():
+        v = counters.get(key) or 0
+        r.check(f"{label}: {key} {'> 0' if nonzero else '= 0'}", (v > 0) == nonzero, str(v))
+    refused = {k: v for k, v in (counters.get("offload_refused") or {}).items() if v}
+    r.check(f"{label}: no offload request refused", not refused, str(refused or 0))
+
+
+def check_transfer(r: ScenarioResult, served: dict | None, got: dict | None, label: str,
+                   figure: str | None = None) -> bool:
+    """An http-serve result (or {"bytes", "sha256"} of the peer's file) against
+    the http-get result at the other end: the same bytes arrived."""
+    if not served or not got:
+        return r.check(f"{label}: transfer", False,
+                       f"served {bool(served)}, fetched {bool(got)}")
+    ok = (got.get("rc") == 0 and got.get("bytes") == served.get("bytes") and
+          got.get("sha256") == served.get("sha256"))
+    secs = got.get("seconds") or 0
+    mbps = round(8 * (got.get("bytes") or 0) / secs / 1e6, 1) if secs else None
+    r.check(f"{label}: {served.get('bytes')} bytes arrived with the same sha256", ok,
+            f"got {got.get('bytes')} bytes sha256 {str(got.get('sha256'))[:16]}... "
+            f"(sent {str(served.get('sha256'))[:16]}...) in {secs} s, ~{mbps} Mbit/s")
+    if figure:
+        r.figure(figure, mbps)
+    return ok
 
 
 def resources_line(res: dict) -> str:

@@ -40,6 +40,10 @@ class UplinkTopology:
         netns.run("ip", "-n", PEER_NS, "addr", "add", f"{PEER_IP}/{PREFIX}", "dev", PEER_IF)
         in_peer("ethtool", "-K", PEER_IF, "tx", "off", "rx", "off")
 
+    def set_mtu(self, mtu: int):
+        netns.run("ip", "-n", NODE_NS, "link", "set", UPLINK_IF, "mtu", str(mtu))
+        netns.run("ip", "-n", PEER_NS, "link", "set", PEER_IF, "mtu", str(mtu))
+
     def nstat(self) -> dict[str, int]:
         """Absolute SNMP counters of the peer namespace (nstat -asz)."""
         out = in_peer("nstat", "-asz")
@@ -56,9 +60,9 @@ class UplinkTopology:
     def flush_neighbours(self):
         in_peer("ip", "neigh", "flush", "dev", PEER_IF, check=False)
 
-    def ping_from_peer(self, ip: str, count: int = 10) -> dict:
-        out = in_peer("ping", "-c", str(count), "-i", "0.2", "-W", "2", ip, check=False,
-                      timeout=count * 3 + 10)
+    def ping_from_peer(self, ip: str, count: int = 10, size: int = 56) -> dict:
+        out = in_peer("ping", "-c", str(count), "-i", "0.2", "-W", "2", "-s", str(size), ip,
+                      check=False, timeout=count * 3 + 10)
         res = {"tx": 0, "rx": 0, "out": out}
         m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
         if m:

@@ -43,7 +43,9 @@ from scenario_result import Pending, ScenarioResult, print_summary  # noqa: E402
 # TCG on 2 cores (5 s / 3 s iperf3 tests, 5 restart cycles) are in README.md.
 SCENARIOS = [
     ("pair", "two guests, QEMU client (reconnect=1) / daemon server: ping, TCP both ways, UDP, "
-             "CSUM without TSO", scenario_pair.run_pair),
+             "HTTP sha256, CSUM and TSO guest to guest", scenario_pair.run_pair),
+    ("tso-off", "vm2 without TSO: vm1's TSO frames segmented in software for it; HTTP sha256",
+     scenario_pair.run_tso_off),
     ("qemu-server", "QEMU vhost-user server, daemon ports in client mode (KubeVirt)",
      scenario_pair.run_qemu_server),
     ("mrg-rxbuf-off", "guest with mrg_rxbuf=off", scenario_devices.run_mrg_rxbuf_off),
@@ -62,6 +64,8 @@ SCENARIOS = [
                               "daemon server", scenario_lifecycle.run_daemon_restart_server),
     ("uplink", "guest <-> peer namespace through the AF_XDP veth uplink, checksums verified",
      scenario_uplink.run_uplink),
+    ("jumbo", "MTU 9000 through the uplink: 8972-byte pings, TCP and HTTP sha256 both ways",
+     scenario_uplink.run_jumbo),
 ]
 
 

@@ -9,7 +9,16 @@ uplink  guest 10.77.1.2 on port vm1 ("uplink":"up0"), xdpvhostd in namespace
         leaving the uplink must carry correct L4 checksums although the guest
         sends NEEDS_CSUM frames: the peer verifies every checksum in software
         (TcpInCsumErrors / UdpInCsumErrors stay 0) and tcpdump -vv in the peer
-        finds no "incorrect" checksum.
+        finds no "incorrect" checksum. Segmentation offload: the guest's TSO
+        frames are segmented in software on the way out (the uplink's
+        gso_segments), and the peer's segments are coalesced by GRO into
+        TSO frames for the guest (gro_frames; the port's gso_tx). 16 MiB
+        HTTP transfers both ways have their sha256 compared at the far end.
+jumbo   the same with MTU 9000 everywhere (both veths, the port, the guest):
+        8972-byte pings both ways, TCP both ways, the transfers; frames
+        longer than one UMEM frame cross the uplink as multi-buffer chains
+        (GRO does not coalesce those: the peer's 9000-byte segments reach
+        the guest one by one).
 
 PENDING (not passed) while xdpvhostd rejects the uplink config, fails to
 start with it, or does not report the uplink bound over the control socket.
@@ -17,13 +26,16 @@ start with it, or does not report the uplink bound over the control socket.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import subprocess
 import time
 
 from e2e_context import Context, mac, port
-from guest_checks import (SEGMENTATION_FEATURES, check_alive, check_clean_stop, check_counters,
-                          check_features, check_iperf, check_ping, wait_done, wait_result)
+from guest_checks import (NEVER_FEATURES, TSO_FEATURES, check_alive, check_clean_stop,
+                          check_counters, check_features, check_iperf, check_offload, check_ping,
+                          check_transfer, offload_counters, wait_done, wait_result)
 from peer_namespace import NODE_NS, PEER_IF, PEER_IP, PEER_NS, UPLINK_IF, UplinkTopology
 from scenario_result import Pending, ScenarioResult
 from xvtest.daemon import DaemonExited
@@ -53,14 +65,48 @@ def _uplink_ready(d) -> str:
     return ""
 
 
+BLOB_MB = 16
+
+
+def _peer_blob(wd: str) -> tuple[str, dict]:
+    """A random file for the peer's HTTP server: (its directory, {bytes, sha256})."""
+    www = os.path.join(wd, "peer-www")
+    os.makedirs(www, exist_ok=True)
+    data = os.urandom(BLOB_MB << 20)
+    with open(os.path.join(www, "blob"), "wb") as f:
+        f.write(data)
+    return www, {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _peer_fetch(url: str, timeout: float = 120) -> dict:
+    """busybox wget in the peer namespace: {bytes, sha256, seconds, rc}."""
+    t0 = time.monotonic()
+    p = subprocess.run(["ip", "netns", "exec", PEER_NS, "busybox", "wget", "-q", "-O", "-", url],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    return {"bytes": len(p.stdout), "sha256": hashlib.sha256(p.stdout).hexdigest(),
+            "seconds": round(time.monotonic() - t0, 2), "rc": p.returncode}
+
+
 def run_uplink(ctx: Context, r: ScenarioResult):
+    _run_uplink(ctx, r, mtu=None)
+
+
+def run_jumbo(ctx: Context, r: ScenarioResult):
+    _run_uplink(ctx, r, mtu=9000)
+
+
+def _run_uplink(ctx: Context, r: ScenarioResult, mtu: int | None):
     if os.geteuid() != 0:
         raise Pending("needs root (network namespaces)")
     wd = ctx.scenario_dir(r.name)
     topo = UplinkTopology(ctx)
     topo.create()
+    extra = {}
+    if mtu:
+        topo.set_mtu(mtu)
+        extra["mtu"] = mtu
     s1 = os.path.join(wd, "vm1.sock")
-    d = ctx.daemon(wd, [port("vm1", s1, "server", mac(1), uplink="up0")],
+    d = ctx.daemon(wd, [port("vm1", s1, "server", mac(1), uplink="up0", **extra)],
                    uplinks=[{"name": "up0", "interface": UPLINK_IF, "queues": [0]}], netns=NODE_NS)
     try:
         d.start()
@@ -74,15 +120,22 @@ def run_uplink(ctx: Context, r: ScenarioResult):
         raise Pending(why)
     r.say(f"uplink up0 bound: {d.call('status').get('uplinks')}")
     ctx.background(["ip", "netns", "exec", PEER_NS, "iperf3", "-s"], os.path.join(wd, "peer-iperf3.log"))
+    www, peer_blob = _peer_blob(wd)
+    ctx.background(["ip", "netns", "exec", PEER_NS, "busybox", "httpd", "-f", "-p", "8080",
+                    "-h", www], os.path.join(wd, "peer-httpd.log"))
     tcpdump_log = os.path.join(wd, "peer-tcpdump.log")
     ctx.background(["ip", "netns", "exec", PEER_NS, "tcpdump", "-i", PEER_IF, "-nn", "-vv", "-l",
                     "-c", "600", "ip and (tcp or udp or icmp)"], tcpdump_log)
     before = topo.nstat()
-    secs = ctx.iperf_secs
+    secs = ctx.iperf_secs if not mtu else ctx.short_iperf_secs
+    ping_size = (mtu - 28) if mtu else 56
     g = ctx.guest(wd, s1, "vm1", mac=mac(1), ip=f"{GUEST_IP}/24", peer=PEER_IP, reconnect=1,
-                  run=["wait-peer,_,90", "ping,_,10,0.2", f"iperf3-client,_,{secs}",
-                       f"iperf3-client,_,{secs},-R", f"iperf3-client,_,{secs},-u,-b,{UDP_RATE}"])
+                  mtu=mtu,
+                  run=["wait-peer,_,90", f"ping,_,10,0.2,{ping_size}", f"http-serve,{BLOB_MB}",
+                       "http-get,_,120", f"iperf3-client,_,{secs}", f"iperf3-client,_,{secs},-R",
+                       f"iperf3-client,_,{secs},-u,-b,{UDP_RATE}"])
     g.start()
+    guest_blob = None
     try:
         wait_result(g, "wait-peer", d, 150)
         # The guest resolved the peer (ARP request flooded out, reply steered
@@ -95,6 +148,13 @@ def run_uplink(ctx: Context, r: ScenarioResult):
         r.figure("rtt_ms_rev", p.get("rtt"))
         neigh = topo.neighbour(GUEST_IP)
         r.check("peer resolved the guest's MAC by ARP", mac(1) in neigh.lower(), neigh or "no entry")
+        if mtu:
+            p = topo.ping_from_peer(GUEST_IP, 5, size=ping_size)
+            r.check(f"peer -> guest: {ping_size}-byte ping no loss", p["tx"] > 0 and p["rx"] == p["tx"],
+                    f"{p['rx']}/{p['tx']} answered, rtt {p.get('rtt')} ms")
+        guest_blob = wait_result(g, "http-serve", d, 150)
+        check_transfer(r, guest_blob, _peer_fetch(f"http://{GUEST_IP}:8080/blob"),
+                       "HTTP guest -> peer", "http_mbps")
     except GuestError as e:
         r.check("guest reached the peer", False, str(e))
     rc = wait_done(r, g, 240, d)
@@ -104,8 +164,11 @@ def run_uplink(ctx: Context, r: ScenarioResult):
     check_iperf(r, tests[0], "TCP guest -> peer", "tcp_mbps", "retrans")
     check_iperf(r, tests[1], "TCP peer -> guest (-R)", "tcp_rev_mbps", "retrans_rev")
     check_iperf(r, tests[2], f"UDP guest -> peer at {UDP_RATE}", "udp_mbps", max_udp_loss=5.0)
+    check_transfer(r, peer_blob, (g.results("http-get") or [None])[-1], "HTTP peer -> guest",
+                   "http_rev_mbps")
     r.check("guest's steps all succeeded", rc == 0, f"rc {rc}")
-    check_features(r, g, "vm1", present=("CSUM", "GUEST_CSUM"), absent=SEGMENTATION_FEATURES)
+    check_features(r, g, "vm1", present=("CSUM", "GUEST_CSUM") + TSO_FEATURES,
+                   absent=NEVER_FEATURES)
     time.sleep(0.5)
     after = topo.nstat()
     for c in CSUM_COUNTERS:
@@ -124,9 +187,23 @@ def run_uplink(ctx: Context, r: ScenarioResult):
             f"{len(from_guest)} header lines")
     r.check("tcpdump in the peer: no incorrect TCP/UDP checksum", not bad,
             bad[0] if bad else f"{len(dump.splitlines())} lines checked")
-    check_counters(r, d, ["vm1"], "after traffic")
+    ports = check_counters(r, d, ["vm1"], "after traffic")
+    if "vm1" in ports:
+        c = offload_counters(ports["vm1"])
+        r.say(f"port vm1 offload counters: {c}")
+        # TSO frames from the guest; GRO frames to it whole (with MTU 1500:
+        # jumbo frames arrive as multi-buffer chains, which GRO leaves alone).
+        check_offload(r, c, "port vm1", {"gso_rx": True} if mtu else {"gso_rx": True, "gso_tx": True})
     try:
         st = d.call("stats.get", uplink="up0")["uplinks"].get("up0", {})
+        c = offload_counters(st)
+        r.say(f"uplink up0 offload counters: {c}")
+        # The guest's TSO frames cut into MTU frames with checksums finished
+        # here; the peer's segments coalesced for the guest.
+        want = {"gso_segments": True, "csum_software": True}
+        if not mtu:
+            want["gro_frames"] = True
+        check_offload(r, c, "uplink up0", want)
         r.check("uplink up0 counted frames both ways",
                 st.get("rx_packets", 0) > 0 and st.get("tx_packets", 0) > 0,
                 f"rx {st.get('rx_packets')} / tx {st.get('tx_packets')} pkts")

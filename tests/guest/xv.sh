@@ -5,6 +5,12 @@
 #   xv iperf3-client [PEER] [SECONDS=5] [iperf3 args...]   (retries connecting)
 #   xv iperf3-server [LIMIT_S=120] [iperf3 args...]  one test (-s -1), then
 #                                           returns; fails after LIMIT_S
+#   xv http-serve [MB=16]                   writes MB random bytes to /tmp/www/blob,
+#                                           reports their sha256 and serves them
+#                                           on port 8080 (busybox httpd, in the
+#                                           background: the step returns)
+#   xv http-get [PEER] [TIMEOUT_S=120]      fetches http://PEER:8080/blob (retries
+#                                           connecting), reports bytes, sha256, seconds
 #   xv nic                                  NIC state and negotiated features
 #   xv sleep SECONDS | xv serve (sleep until killed)
 #   xv result '"key":value,...'             print a result line of your own
@@ -90,6 +96,39 @@ case "$name" in
     [ "$rc" -eq 0 ] && grep -q '"error":' /tmp/iperf3s.json && rc=1
     [ -s /tmp/iperf3s.json ] || echo null > /tmp/iperf3s.json
     xv_result "$(printf '"kind":"iperf3","role":"server","rc":%d,"iperf3":%s' "$rc" "$(one_line < /tmp/iperf3s.json)")"
+    exit "$rc"
+    ;;
+  http-serve)
+    mb=${1:-16}
+    mkdir -p /tmp/www
+    dd if=/dev/urandom of=/tmp/www/blob bs=1048576 count="$mb" 2>/dev/null
+    sum=$(sha256sum /tmp/www/blob | cut -d' ' -f1)
+    httpd -p 8080 -h /tmp/www
+    rc=$?
+    xv_result "$(printf '"kind":"http-serve","bytes":%d,"sha256":"%s","rc":%d' \
+      "$((mb * 1048576))" "$sum" "$rc")"
+    exit "$rc"
+    ;;
+  http-get)
+    peer=$(peer_or_default "$1")
+    limit=${2:-120}
+    start=$(xv_uptime)
+    attempts=0
+    while :; do
+      attempts=$((attempts + 1))
+      timeout "$limit" wget -q -O /tmp/got "http://$peer:8080/blob" 2>/tmp/wget.err
+      rc=$?
+      [ "$rc" -eq 0 ] && break
+      [ "$attempts" -ge 30 ] && break
+      grep -qi 'refused\|unreachable\|404' /tmp/wget.err || break
+      sleep 1
+    done
+    secs=$(awk -v a="$start" -v b="$(xv_uptime)" 'BEGIN { printf "%.2f", b - a }')
+    bytes=$(wc -c < /tmp/got 2>/dev/null || echo 0)
+    sum=$(sha256sum /tmp/got 2>/dev/null | cut -d' ' -f1)
+    rm -f /tmp/got
+    xv_result "$(printf '"kind":"http-get","peer":"%s","bytes":%d,"sha256":"%s","seconds":%s,"attempts":%d,"rc":%d' \
+      "$peer" "$bytes" "$sum" "$secs" "$attempts" "$rc")"
     exit "$rc"
     ;;
   nic)

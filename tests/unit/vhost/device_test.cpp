@@ -109,6 +109,33 @@ TEST_F(DeviceTest, OffersWhatIsImplementedIncludingSegmentationOffloads) {
     EXPECT_FALSE(virtio::has(f, never)) << static_cast<unsigned>(never);
 }
 
+// QEMU replays the features it acked when the backend comes back (a daemon
+// restart or upgrade) and fails the device if one is no longer offered: the
+// offered set only ever grows. What release 0.1.0 offered, with one queue
+// pair and with several, must stay offered.
+TEST_F(DeviceTest, TheOfferedSetKeepsEverythingAnEarlierReleaseOffered) {
+  using virtio::bit;
+  const std::uint64_t release_0_1 =
+      bit(Feature::kVersion1) | bit(Feature::kNetMrgRxbuf) | bit(Feature::kRingEventIdx) |
+      bit(Feature::kRingIndirectDesc) | bit(Feature::kAnyLayout) |
+      bit(Feature::kVhostUserProtocolFeatures) | bit(Feature::kNetCsum) |
+      bit(Feature::kNetGuestCsum) | bit(Feature::kNetMtu);
+  const std::uint64_t protocol_0_1 = vhost::bit(ProtocolFeature::kReplyAck) |
+                                     vhost::bit(ProtocolFeature::kNetMtu) |
+                                     vhost::bit(ProtocolFeature::kResetDevice) |
+                                     vhost::bit(ProtocolFeature::kStatus);
+  for (std::uint32_t pairs : {1u, 4u}) {
+    RecordingBackend b;
+    Device d(DeviceOptions{pairs}, b);
+    const std::uint64_t mq = pairs > 1 ? bit(Feature::kNetMq) : 0;
+    const std::uint64_t mq_protocol = pairs > 1 ? vhost::bit(ProtocolFeature::kMq) : 0;
+    EXPECT_EQ(d.offered_features() & (release_0_1 | mq), release_0_1 | mq) << pairs;
+    EXPECT_EQ(d.offered_protocol_features() & (protocol_0_1 | mq_protocol),
+              protocol_0_1 | mq_protocol)
+        << pairs;
+  }
+}
+
 TEST_F(DeviceTest, WithTsoOffTheSegmentationFeaturesAreNotOffered) {
   RecordingBackend b;
   Device plain(DeviceOptions{1, true, false}, b);
