@@ -537,6 +537,8 @@ def iperf_figures(result):
             "retransmits": sent.get("retransmits"), "bytes": recv.get("bytes"),
             "seconds": round(recv.get("seconds", 0), 3),
             "max_snd_cwnd": snd.get("max_snd_cwnd"), "mean_rtt_us": snd.get("mean_rtt"),
+            "intervals_mbps": [round(dig(i, "sum", "bits_per_second") / 1e6, 1)
+                               for i in data.get("intervals") or [] if dig(i, "sum", "bits_per_second") is not None],
             "sender_cpu_pct": dig(end, "cpu_utilization_percent", "remote_total" if data.get(
                 "start", {}).get("test_start", {}).get("reverse") else "host_total"),
             "rc": result.get("rc")}
@@ -553,7 +555,8 @@ def dig(d, *path):
 def run_iperf(ctx, sut, guests, scen, secs):
     vm1 = guests[0]
     target = VM_IPS[1] if scen == "tcp_vm_to_vm" else PEER_IP
-    args = f"{target} {secs}" + (" -R" if scen == "tcp_outside_to_guest" else "")
+    # -i 1 (after xv's -i 0): per-second intervals, so a stall shows.
+    args = f"{target} {secs}" + (" -R" if scen == "tcp_outside_to_guest" else "") + " -i 1"
     s0 = sut.stats()
     n0 = ctx.tcp_topo.peer_nstat()
     c0 = cpu_snap(ctx)
