@@ -83,9 +83,7 @@ struct PortCounters {
   void drop(DropReason r, std::uint64_t n = 1) noexcept {
     drops[static_cast<std::size_t>(r)].add(n);
   }
-  void refused(net::OffloadError e) noexcept {
-    offload_refused[static_cast<std::size_t>(e)].add();
-  }
+  void refused(net::OffloadError e) noexcept { offload_refused[static_cast<std::size_t>(e)].add(); }
 };
 
 inline constexpr std::array<CounterField<PortCounters>, 14> kPortCounters{{
@@ -136,7 +134,9 @@ inline constexpr std::array<CounterField<PortCounters>, 14> kPortCounters{{
       "GSO (TSO/USO) frames of a guest port: rx taken from the guest, tx delivered to it whole.",
       "direction", "rx"},
      PortScope::kGuest},
-    {&PortCounters::gso_tx, {"gso_tx", "gso_frames_total", "", "direction", "tx"}, PortScope::kGuest},
+    {&PortCounters::gso_tx,
+     {"gso_tx", "gso_frames_total", "", "direction", "tx"},
+     PortScope::kGuest},
     {&PortCounters::gso_segments,
      {"gso_segments", "gso_segments_total",
       "Segments made in software from GSO frames, at the port they were delivered to (the "

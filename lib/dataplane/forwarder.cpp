@@ -65,8 +65,8 @@ bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool
   return true;
 }
 
-bool Forwarder::push_segments(Port& from, Mailbox& box, const SwitchEntry& to,
-                              const Frame& frame, bool unicast) noexcept {
+bool Forwarder::push_segments(Port& from, Mailbox& box, const SwitchEntry& to, const Frame& frame,
+                              bool unicast) noexcept {
   net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
   if (box.free_slots() < segmenter.total()) {
     if (unicast) return false;  // the sender waits, as for a full mailbox

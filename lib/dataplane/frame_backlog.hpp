@@ -39,7 +39,8 @@ class FrameBacklog {
     }
     if (used_ + skip + frame.len > bytes_) return false;
     gather(frame, 0, storage_.get() + at, frame.len);
-    meta_[(head_ + count_) % max_frames_] = Meta{at, frame.len, skip, frame.offload, frame.data_valid};
+    meta_[(head_ + count_) % max_frames_] =
+        Meta{at, frame.len, skip, frame.offload, frame.data_valid};
     write_ = at + frame.len;
     used_ += skip + frame.len;
     ++count_;
@@ -79,8 +80,8 @@ class FrameBacklog {
   std::uint32_t bytes_;
   std::uint32_t head_ = 0;
   std::uint32_t count_ = 0;
-  std::uint32_t used_ = 0;   // bytes taken, skipped ones included
-  std::uint32_t write_ = 0;  // where the next frame goes
+  std::uint32_t used_ = 0;                   // bytes taken, skipped ones included
+  std::uint32_t write_ = 0;                  // where the next frame goes
   std::unique_ptr<std::uint8_t[]> storage_;  // allocated on first use
   std::unique_ptr<Meta[]> meta_;
 };

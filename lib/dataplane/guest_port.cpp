@@ -100,11 +100,13 @@ GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, O
       tunables_(options.tunables),
       source_(options.mac_policy, options.mac, learner),
       max_frame_(net::max_frame_for_mtu(options.mtu)),
-      // Room for kBacklogFrames frames of the MTU, or a few GSO frames.
-      backlog_(kBacklogFrames,
-               kBacklogFrames * std::max(net::max_frame_for_mtu(options.mtu),
-                                         net::max_frame_for_mtu(1500)) +
-                   kMaxGsoFrame) {
+      // Room for kBacklogFrames frames of the MTU and kBacklogGsoFrames GSO
+      // frames of 64 KiB (GRO's super-frames from the uplink: each one
+      // dropped for want of room costs the guest's TCP 30-45 segments).
+      // Allocated on first use.
+      backlog_(kBacklogFrames, kBacklogFrames * std::max(net::max_frame_for_mtu(options.mtu),
+                                                         net::max_frame_for_mtu(1500)) +
+                                   kBacklogGsoFrames * kMaxGsoFrame) {
   tx_spans_.reserve(64);
   rx_chains_.resize(4);
   flood_.set_rate(tunables_.flood_rate);
@@ -128,10 +130,11 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
   header_size_ = static_cast<std::uint32_t>(virtio::net_header_size(features));
   mergeable_ = virtio::has(features, Feature::kNetMrgRxbuf);
   guest_csum_ = virtio::has(features, Feature::kNetGuestCsum);
-  guest_offloads_ = net::GuestOffloads{
-      guest_csum_, virtio::has(features, Feature::kNetGuestTso4),
-      virtio::has(features, Feature::kNetGuestTso6), virtio::has(features, Feature::kNetGuestEcn),
-      virtio::has(features, Feature::kNetGuestUso4) && virtio::has(features, Feature::kNetGuestUso6)};
+  guest_offloads_ = net::GuestOffloads{guest_csum_, virtio::has(features, Feature::kNetGuestTso4),
+                                       virtio::has(features, Feature::kNetGuestTso6),
+                                       virtio::has(features, Feature::kNetGuestEcn),
+                                       virtio::has(features, Feature::kNetGuestUso4) &&
+                                           virtio::has(features, Feature::kNetGuestUso6)};
   host_tso4_ = virtio::has(features, Feature::kNetHostTso4);
   host_tso6_ = virtio::has(features, Feature::kNetHostTso6);
   host_uso_ = virtio::has(features, Feature::kNetHostUso);
@@ -394,13 +397,15 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
   }
   // Segmentation or a checksum: passed on as it is where the guest takes it
   // (GUEST_TSO4/6, GUEST_CSUM), else done here.
-  const net::GuestForward plan = net::plan_guest_forward(frame.bytes(), frame.offload, guest_offloads_);
+  const net::GuestForward plan =
+      net::plan_guest_forward(frame.bytes(), frame.offload, guest_offloads_);
   if (plan.segment) return deliver_segments(*q, frame);
   if (!frame.offload.is_gso() && plan.frame_len > max_frame_) {
     counters().drop(DropReason::kOversize);
     return Delivery::kDone;
   }
-  const Delivery d = write_to_guest(*q, frame, plan.header, plan.frame_len, plan.patch ? &plan : nullptr);
+  const Delivery d =
+      write_to_guest(*q, frame, plan.header, plan.frame_len, plan.patch ? &plan : nullptr);
   if (d == Delivery::kDone && frame.offload.is_gso()) counters().gso_tx.add();
   return d;
 }
@@ -410,7 +415,8 @@ GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
   // waits (a frame is never delivered in part while buffers are short).
   net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
   const std::uint32_t total = segmenter.total();
-  if (q.ring.available(static_cast<std::uint16_t>(std::min<std::uint32_t>(total, 0xffff))) < total) {
+  if (q.ring.available(static_cast<std::uint16_t>(std::min<std::uint32_t>(total, 0xffff))) <
+      total) {
     if (q.ring.broken()) {
       report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
       counters().drop(DropReason::kQueueBroken);

@@ -81,6 +81,7 @@ class GuestPort final : public Port {
 
   // Frames a port holds at most while its guest has no receive buffer.
   static constexpr std::uint32_t kBacklogFrames = 256;
+  static constexpr std::uint32_t kBacklogGsoFrames = 16;
   // The longest frame with segmentation offload: a 64 KiB IP packet.
   static constexpr std::uint32_t kMaxGsoFrame = 65535 + net::kL2Overhead;
   // Descriptors a port walks at most per round on its transmit queues.

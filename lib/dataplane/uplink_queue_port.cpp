@@ -339,8 +339,7 @@ bool UplinkQueuePort::has_tx_room(std::uint32_t descriptors) const noexcept {
   // Seed 003: a bounded number of frames between TX and completion.
   if (umem_->tx_in_flight() + tx_reserved_ + descriptors > options_.tunables.tx_inflight_max)
     return false;
-  return umem_->frames().available() >= descriptors &&
-         socket_->tx_free(descriptors) >= descriptors;
+  return umem_->frames().available() >= descriptors && socket_->tx_free(descriptors) >= descriptors;
 }
 
 std::uint32_t UplinkQueuePort::tx_descriptors(std::uint32_t len) const noexcept {

@@ -24,8 +24,12 @@ struct KernelVersion {
     return a.major != b.major ? a.major < b.major : a.minor < b.minor;
   }
   friend bool operator>(const KernelVersion& a, const KernelVersion& b) noexcept { return b < a; }
-  friend bool operator<=(const KernelVersion& a, const KernelVersion& b) noexcept { return !(b < a); }
-  friend bool operator>=(const KernelVersion& a, const KernelVersion& b) noexcept { return !(a < b); }
+  friend bool operator<=(const KernelVersion& a, const KernelVersion& b) noexcept {
+    return !(b < a);
+  }
+  friend bool operator>=(const KernelVersion& a, const KernelVersion& b) noexcept {
+    return !(a < b);
+  }
   std::string to_string() const;  // "6.18"; "unknown"
 
   // "6.18.44-fc-v669" -> 6.18; nullopt if it does not start with N.M.

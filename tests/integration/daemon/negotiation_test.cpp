@@ -34,9 +34,9 @@ TEST_F(Negotiation, OffersWhatALinuxGuestUsesIncludingSegmentationOffload) {
   const std::uint64_t offered = g->offered_features();
   for (Feature f : {Feature::kVersion1, Feature::kNetMrgRxbuf, Feature::kRingEventIdx,
                     Feature::kRingIndirectDesc, Feature::kNetCsum, Feature::kNetGuestCsum,
-                    Feature::kVhostUserProtocolFeatures, Feature::kAnyLayout,
-                    Feature::kNetHostTso4, Feature::kNetHostTso6, Feature::kNetHostEcn,
-                    Feature::kNetGuestTso4, Feature::kNetGuestTso6, Feature::kNetGuestEcn})
+                    Feature::kVhostUserProtocolFeatures, Feature::kAnyLayout, Feature::kNetHostTso4,
+                    Feature::kNetHostTso6, Feature::kNetHostEcn, Feature::kNetGuestTso4,
+                    Feature::kNetGuestTso6, Feature::kNetGuestEcn})
     EXPECT_TRUE(virtio::has(offered, f))
         << "feature bit " << static_cast<unsigned>(f) << " not offered";
   // UFO would need IP fragmentation; no packed rings, control queue or MQ

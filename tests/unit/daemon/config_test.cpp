@@ -226,7 +226,8 @@ TEST(Config, GuestMtuMustFitWhatTheUplinkCanCarry) {
   } else {
     EXPECT_EQ(refused({{"ports", {p}}, {"uplinks", {up}}}).message,
               "ports[0].mtu: 9000 needs frames of 9018 bytes; uplink \"up0\" (frame_size 2048) "
-              "carries at most 1792: " + limit.reason);
+              "carries at most 1792: " +
+                  limit.reason);
   }
   EXPECT_NE(limit.reason.find(limit.multi_buffer ? "MAX_SKB_FRAGS" : "kernel"), std::string::npos)
       << limit.reason;

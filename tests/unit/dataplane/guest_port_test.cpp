@@ -251,10 +251,10 @@ TEST_F(GuestPortTest, ChecksumOffsetsOutsideTheFrameAreRefusedAsBadOffload) {
 
 // ---- segmentation offload -----------------------------------------------------
 
-constexpr std::uint64_t kTsoSender = test::default_features() | bit(Feature::kNetCsum) |
-                                     bit(Feature::kNetHostTso4);
-constexpr std::uint64_t kTsoReceiver = test::default_features() | bit(Feature::kNetGuestCsum) |
-                                       bit(Feature::kNetGuestTso4);
+constexpr std::uint64_t kTsoSender =
+    test::default_features() | bit(Feature::kNetCsum) | bit(Feature::kNetHostTso4);
+constexpr std::uint64_t kTsoReceiver =
+    test::default_features() | bit(Feature::kNetGuestCsum) | bit(Feature::kNetGuestTso4);
 constexpr std::size_t kGsoPayload = 20000;
 constexpr std::uint16_t kMss = 1448;
 

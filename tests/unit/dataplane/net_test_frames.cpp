@@ -124,6 +124,8 @@ bool tcp_checksums_ok(const std::vector<std::uint8_t>& f) {
          fold(sum16(ip + 20, l4_len, pseudo_header(ip, l4_len, 6))) == 0xffff;
 }
 
-std::uint32_t tcp_seq(const std::vector<std::uint8_t>& f) { return get32(f.data() + 34 + 4); }
+std::uint32_t tcp_seq(const std::vector<std::uint8_t>& f) {
+  return get32(f.data() + 34 + 4);
+}
 
 }  // namespace xdpvhost::dataplane::test

@@ -97,15 +97,15 @@ TEST_F(DeviceTest, OffersWhatIsImplementedIncludingSegmentationOffloads) {
   ASSERT_EQ(o.kind, Outcome::Kind::kReply);
   std::uint64_t f;
   std::memcpy(&f, o.reply.data(), 8);
-  for (auto want : {Feature::kVersion1, Feature::kNetMrgRxbuf, Feature::kRingEventIdx,
-                    Feature::kRingIndirectDesc, Feature::kVhostUserProtocolFeatures,
-                    Feature::kNetCsum, Feature::kNetGuestCsum, Feature::kNetHostTso4,
-                    Feature::kNetHostTso6, Feature::kNetHostEcn, Feature::kNetGuestTso4,
-                    Feature::kNetGuestTso6, Feature::kNetGuestEcn})
+  for (auto want :
+       {Feature::kVersion1, Feature::kNetMrgRxbuf, Feature::kRingEventIdx,
+        Feature::kRingIndirectDesc, Feature::kVhostUserProtocolFeatures, Feature::kNetCsum,
+        Feature::kNetGuestCsum, Feature::kNetHostTso4, Feature::kNetHostTso6, Feature::kNetHostEcn,
+        Feature::kNetGuestTso4, Feature::kNetGuestTso6, Feature::kNetGuestEcn})
     EXPECT_TRUE(virtio::has(f, want)) << static_cast<unsigned>(want);
   // UFO would need IP fragmentation; packed rings are not implemented.
-  for (auto never : {Feature::kNetHostUfo, Feature::kNetGuestUfo, Feature::kRingPacked,
-                     Feature::kNetMq})
+  for (auto never :
+       {Feature::kNetHostUfo, Feature::kNetGuestUfo, Feature::kRingPacked, Feature::kNetMq})
     EXPECT_FALSE(virtio::has(f, never)) << static_cast<unsigned>(never);
 }
 
@@ -120,10 +120,9 @@ TEST_F(DeviceTest, TheOfferedSetKeepsEverythingAnEarlierReleaseOffered) {
       bit(Feature::kRingIndirectDesc) | bit(Feature::kAnyLayout) |
       bit(Feature::kVhostUserProtocolFeatures) | bit(Feature::kNetCsum) |
       bit(Feature::kNetGuestCsum) | bit(Feature::kNetMtu);
-  const std::uint64_t protocol_0_1 = vhost::bit(ProtocolFeature::kReplyAck) |
-                                     vhost::bit(ProtocolFeature::kNetMtu) |
-                                     vhost::bit(ProtocolFeature::kResetDevice) |
-                                     vhost::bit(ProtocolFeature::kStatus);
+  const std::uint64_t protocol_0_1 =
+      vhost::bit(ProtocolFeature::kReplyAck) | vhost::bit(ProtocolFeature::kNetMtu) |
+      vhost::bit(ProtocolFeature::kResetDevice) | vhost::bit(ProtocolFeature::kStatus);
   for (std::uint32_t pairs : {1u, 4u}) {
     RecordingBackend b;
     Device d(DeviceOptions{pairs}, b);
