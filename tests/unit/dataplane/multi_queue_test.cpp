@@ -43,7 +43,7 @@ struct MultiQueueTest : ::testing::Test {
   // The multi-queue guest M with kPairs pairs in `groups` queue groups
   // (pair p in group p % groups, as the port's controller places them), and
   // a one-pair sender A.
-  void build(std::uint32_t groups) {
+  void build(std::uint32_t groups, int rx_buffers = 256) {
     sender_guest = std::make_unique<NetTestGuest>();
     sender = std::make_unique<GuestPort>(kSenderId, "a", Port::kNoUplinkId, options(kMacA));
     sender->start_queue(sender_guest->start(0));
@@ -55,7 +55,7 @@ struct MultiQueueTest : ::testing::Test {
     }
     for (std::uint32_t p = 0; p < kPairs; ++p) {
       pair.push_back(std::make_unique<NetTestGuest>());
-      pair.back()->post_rx(256);
+      if (rx_buffers > 0) pair.back()->post_rx(rx_buffers);
       GuestPort& owner = *group[p % groups];
       owner.start_queue(pair.back()->start(2 * p));
       owner.start_queue(pair.back()->start(2 * p + 1));
@@ -158,6 +158,24 @@ TEST_F(MultiQueueTest, ADisabledPairTakesNothingMoreAndTheOthersCarryOn) {
   }
   const auto again = send_flows(64, 128);
   for (std::uint32_t p = 0; p < kPairs; ++p) EXPECT_GT(again[p], 0u) << "pair " << p;
+}
+
+TEST_F(MultiQueueTest, FramesHeldForAQueueTheGuestDisablesGoToItsOtherQueues) {
+  build(1, /*rx_buffers=*/0);
+  send_flows(0, 16);  // no receive buffers anywhere: all 16 wait
+  ASSERT_EQ(group[0]->held(), 16u);
+  // The guest disables pair 3 and posts buffers on the others only.
+  group[0]->stop_queue(6);
+  group[0]->stop_queue(7);
+  for (std::uint32_t p = 0; p < 3; ++p) pair[p]->post_rx(64);
+  round();
+  std::size_t got = 0;
+  for (std::uint32_t p = 0; p < 3; ++p) got += pair[p]->received().size();
+  EXPECT_EQ(got, 16u) << "held frames are delivered on the queues still enabled";
+  EXPECT_TRUE(pair[3]->received().empty());
+  EXPECT_EQ(group[0]->held(), 0u);
+  EXPECT_EQ(group[0]->counters().drops[static_cast<std::size_t>(DropReason::kPortNotReady)].get(),
+            0u);
 }
 
 TEST_F(MultiQueueTest, TransmitQueuesCountPerPair) {
