@@ -5,6 +5,7 @@
 #include "net/ethernet.hpp"
 #include "sys/socket_directory.hpp"
 #include "nic/uplink_frame_limit.hpp"
+#include "vhost/device.hpp"
 
 namespace xdpvhost::daemon::config_rules {
 
@@ -99,6 +100,11 @@ std::optional<ConfigError> check_port_fields(const PortConfig& port, std::string
   }
   if (std::string problem = check_socket_path(port.socket); !problem.empty()) {
     return field_error(ConfigErrorKind::kSocketPath, where, "socket", problem);
+  }
+  if (port.queue_pairs == 0 || port.queue_pairs > vhost::Device::kMaxQueuePairs) {
+    return field_error(ConfigErrorKind::kInvalid, where, "queues",
+                       std::to_string(port.queue_pairs) + " queue pairs; a port takes 1 to " +
+                           std::to_string(vhost::Device::kMaxQueuePairs));
   }
   return std::nullopt;
 }

@@ -29,8 +29,8 @@ ConfigError schema_error(const std::vector<SchemaError>& errors);
 ConfigError field_error(ConfigErrorKind kind, std::string_view where, std::string_view field,
                         std::string_view problem);
 
-// What a port needs on its own: a unicast, non-zero MAC and a socket path
-// that fits sun_path.
+// What a port needs on its own: a unicast, non-zero MAC, a socket path
+// that fits sun_path and 1 to vhost::Device::kMaxQueuePairs queue pairs.
 std::optional<ConfigError> check_port_fields(const PortConfig& port, std::string_view where);
 
 // Whether `port` may join `config` as it is (config.ports and

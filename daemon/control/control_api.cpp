@@ -82,7 +82,11 @@ RpcResult ControlApi::status(const json&) {
   for (std::uint16_t t = 0; t < dp.thread_count(); ++t) {
     std::vector<std::string> ports, uplinks;
     for (const auto& [name, port] : daemon_.ports())
-      if (port->thread() == t) ports.push_back(name);
+      for (std::size_t g = 0; g < port->group_count(); ++g)
+        if (port->group_thread(g) == t) {
+          ports.push_back(name);  // a port with queue pairs on several threads is on each
+          break;
+        }
     for (const auto& [name, uplink] : daemon_.uplinks())
       for (const auto& q : uplink->queue_reports())
         if (q.thread == t && (uplinks.empty() || uplinks.back() != name)) uplinks.push_back(name);
@@ -212,7 +216,7 @@ RpcResult ControlApi::tunables_set(const json& params) {
 
 PortStatsSnapshot ControlApi::port_stats_since_reset(
     const std::string& name, const controller::GuestPortController& port) const {
-  auto now = PortStatsSnapshot::of(port.port().counters());
+  auto now = PortStatsSnapshot::of(port);
   auto it = port_baselines_.find(name);
   if (it == port_baselines_.end() || it->second.first != port.port().id()) return now;
   return now.since(it->second.second);
@@ -259,7 +263,7 @@ RpcResult ControlApi::stats_reset(const json& params) {
   if (!only_uplink)
     for (const auto& [name, port] : daemon_.ports()) {
       if (only_port && *only_port != name) continue;
-      port_baselines_[name] = {port->port().id(), PortStatsSnapshot::of(port->port().counters())};
+      port_baselines_[name] = {port->port().id(), PortStatsSnapshot::of(*port)};
       reset_ports.push_back(name);
     }
   json reset_uplinks = json::array();

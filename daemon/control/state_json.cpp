@@ -13,7 +13,7 @@ using dataplane::GuestPort;
 using nlohmann::json;
 
 std::string port_state(const controller::GuestPortController& c) {
-  if (c.port().broken() || c.stalled()) return "broken";
+  if (c.broken() || c.stalled()) return "broken";
   if (c.endpoint().state() != vhost::SocketEndpoint::State::kConnected) return "waiting";
   for (std::uint32_t i = 0; i < c.device().vring_count(); ++i)
     if (c.device().vrings()[i].running) return "running";
@@ -44,12 +44,12 @@ json port_detail(const PortConfig& config, const Tunables& effective,
   for (std::uint32_t i = 0; i < c.device().vring_count(); ++i) {
     const auto& v = vrings[i];
     const bool touched = v.num != 0 || v.addr_set || v.kick_received || v.enabled || v.running;
-    const bool broken = c.port().queue_state(i) == GuestPort::QueueState::kBroken;
+    const bool broken = c.queue_state(i) == GuestPort::QueueState::kBroken;
     if (!touched && !broken) continue;
     json q{{"index", i}, {"direction", (i & 1) ? "tx" : "rx"}, {"size", v.num}};
     if (broken) {
       q["state"] = "broken";
-      q["error"] = virtio::to_string(c.port().queue_error(i));
+      q["error"] = virtio::to_string(c.queue_error(i));
     } else if (v.running) {
       q["state"] = "enabled";
     } else if (v.num != 0 && v.addr_set && v.kick_received) {
@@ -117,6 +117,13 @@ json port_stats(const PortStatsSnapshot& s) {
     if (static_cast<net::OffloadError>(i) != net::OffloadError::none)
       refused[net::counter_name(static_cast<net::OffloadError>(i))] = s.offload_refused[i];
   j[std::string(dataplane::kOffloadRefused.name)] = std::move(refused);
+  json pairs = json::array();
+  for (const auto& p : s.pairs) {
+    json q{{"pair", p.pair}, {"thread", p.thread}};
+    put_counters(q, dataplane::kQueuePairCounters, p.counters);
+    pairs.push_back(std::move(q));
+  }
+  j[std::string(dataplane::kQueuePairs.name)] = std::move(pairs);
   return j;
 }
 

@@ -4,14 +4,21 @@
 // the baseline that stats.get subtracts; the counters themselves (and so the
 // Prometheus metrics) never go backwards.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "controller/guest_port_controller.hpp"
 #include "controller/uplink_controller.hpp"
 #include "dataplane/counters.hpp"
 #include "dataplane/uplink_queue_port.hpp"
 
 namespace xdpvhost::daemon {
+
+template <std::size_t N>
+void add_to(dataplane::CounterValues<N>& sum, const dataplane::CounterValues<N>& v) {
+  for (std::size_t i = 0; i < N; ++i) sum[i] += v[i];
+}
 
 template <std::size_t N>
 dataplane::CounterValues<N> minus(const dataplane::CounterValues<N>& a,
@@ -21,10 +28,39 @@ dataplane::CounterValues<N> minus(const dataplane::CounterValues<N>& a,
   return d;
 }
 
+// One queue pair of a guest port, and the service thread that polls it.
+struct QueuePairStatsSnapshot {
+  std::uint32_t pair = 0;
+  std::uint16_t thread = 0;
+  dataplane::CounterValues<dataplane::kQueuePairCounters.size()> counters{};
+};
+
 struct PortStatsSnapshot {
   dataplane::CounterValues<dataplane::kPortCounters.size()> counters{};
   dataplane::CounterValues<dataplane::kDropReasons> drops{};
   dataplane::CounterValues<net::kOffloadErrorCount> offload_refused{};
+  std::vector<QueuePairStatsSnapshot> pairs;  // guest ports: one per configured pair
+
+  // A guest port: the sums over its queue groups, and each pair from the
+  // group that polls it.
+  static PortStatsSnapshot of(const controller::GuestPortController& c) {
+    PortStatsSnapshot s;
+    for (std::size_t g = 0; g < c.group_count(); ++g) {
+      const PortStatsSnapshot group = of(c.group(g).counters());
+      add_to(s.counters, group.counters);
+      add_to(s.drops, group.drops);
+      add_to(s.offload_refused, group.offload_refused);
+    }
+    const std::uint32_t pairs =
+        std::min(c.config().queue_pairs, dataplane::GuestPort::kMaxQueuePairs);
+    for (std::uint32_t p = 0; p < pairs; ++p) {
+      const std::size_t g = c.group_of_pair(p);
+      s.pairs.push_back(
+          {p, c.group_thread(g),
+           dataplane::read_counters(c.group(g).pair_counters(p), dataplane::kQueuePairCounters)});
+    }
+    return s;
+  }
 
   static PortStatsSnapshot of(const dataplane::PortCounters& c) {
     PortStatsSnapshot s;
@@ -35,8 +71,11 @@ struct PortStatsSnapshot {
     return s;
   }
   PortStatsSnapshot since(const PortStatsSnapshot& base) const {
-    return {minus(counters, base.counters), minus(drops, base.drops),
-            minus(offload_refused, base.offload_refused)};
+    PortStatsSnapshot d{minus(counters, base.counters), minus(drops, base.drops),
+                        minus(offload_refused, base.offload_refused), pairs};
+    for (std::size_t i = 0; i < d.pairs.size() && i < base.pairs.size(); ++i)
+      d.pairs[i].counters = minus(pairs[i].counters, base.pairs[i].counters);
+    return d;
   }
 };
 

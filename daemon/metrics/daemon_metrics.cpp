@@ -28,7 +28,7 @@ std::vector<PortView> ports_of(const Daemon& daemon) {
   std::vector<PortView> views;
   for (const auto& p : daemon.config().ports)
     if (const auto* c = daemon.find_port(p.name))
-      views.push_back({&p, c, PortStatsSnapshot::of(c->port().counters())});
+      views.push_back({&p, c, PortStatsSnapshot::of(*c)});
   return views;
 }
 
@@ -115,6 +115,21 @@ void add_port_families(Families& out, const Daemon& daemon) {
   }
   add_counter_families(out, "xdpvhost_port_", dataplane::kPortCounters, rows);
   add_drop_family(out, "xdpvhost_port_", labels, drops);
+  {
+    // Per queue pair: the port's labels and queue="N".
+    std::vector<std::string> pair_names;
+    for (const auto& p : ports)
+      for (const auto& q : p.counters.pairs) pair_names.push_back(std::to_string(q.pair));
+    std::vector<CounterRow<dataplane::kQueuePairCounters.size()>> pair_rows;
+    std::size_t name = 0;
+    for (std::size_t r = 0; r < ports.size(); ++r)
+      for (const auto& q : ports[r].counters.pairs) {
+        std::vector<Label> l = labels[r];
+        l.emplace_back(dataplane::kQueuePairs.label, pair_names[name++]);
+        pair_rows.push_back({std::move(l), q.counters});
+      }
+    add_counter_families(out, "xdpvhost_port_", dataplane::kQueuePairCounters, pair_rows);
+  }
   {
     const auto& info = dataplane::kOffloadRefused;
     auto f = make_family(std::string("xdpvhost_port_") + std::string(info.family),

@@ -2,6 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "sys/log_rate.hpp"
@@ -27,6 +29,21 @@ GuestPortController::GuestPortController(Dataplane& dataplane, boost::asio::io_c
               ? nullptr
               : static_cast<dataplane::MacLearner*>(this))),
       device_(vhost::DeviceOptions{config_.queue_pairs, true}, *this) {
+  // Queue groups beyond the first, on the threads after the first one's.
+  const std::uint16_t threads = dataplane.thread_count();
+  const std::uint32_t pairs =
+      std::clamp<std::uint32_t>(config_.queue_pairs, 1, GuestPort::kMaxQueuePairs);
+  const std::uint32_t groups = std::min<std::uint32_t>(pairs, threads);
+  for (std::uint32_t g = 1; g < groups; ++g)
+    more_groups_.push_back(
+        Group{std::make_unique<GuestPort>(
+                  dataplane.allocate_port_id(), config_.name, uplink_id,
+                  GuestPort::Options{config_.mtu, tunables, config_.mac_policy, config_.mac},
+                  config_.mac_policy == dataplane::MacPolicy::kFixed
+                      ? nullptr
+                      : static_cast<dataplane::MacLearner*>(this)),
+              static_cast<std::uint16_t>((thread_ + g) % threads)});
+  rx_running_.assign(pairs, false);
   vhost::SocketEndpoint::Options options;
   options.name = config_.name;
   options.path = config_.socket;
@@ -38,13 +55,52 @@ GuestPortController::~GuestPortController() {
   alive_.reset();     // learning requests still queued on the io_context find nobody
   endpoint_->stop();  // the device forgets the session: every ring stops
   device_.disconnect();
-  if (attached_) dataplane_.detach(*port_);
+  if (attached_) {
+    for (auto& g : more_groups_) dataplane_.detach(*g.port);
+    dataplane_.detach(*port_);
+  }
   if (stalled()) {
-    // The stalled thread may still hold the port: it is left to it, not freed.
-    spdlog::error("port {}: its service thread is stalled; the port's memory is left to it",
+    // A stalled thread may still hold the groups: they are left to it, not freed.
+    spdlog::error("port {}: a service thread of it is stalled; the port's memory is left to it",
                   config_.name);
     (void)port_.release();
+    for (auto& g : more_groups_) (void)g.port.release();
   }
+}
+
+bool GuestPortController::stalled() const noexcept {
+  for (std::size_t g = 0; g < group_count(); ++g)
+    if (dataplane_.thread(group_thread(g)).stalled()) return true;
+  return false;
+}
+
+bool GuestPortController::broken() const noexcept {
+  for (std::size_t g = 0; g < group_count(); ++g)
+    if (group(g).broken()) return true;
+  return false;
+}
+
+template <class Fn>
+void GuestPortController::each_group(const Fn& fn) {
+  for (std::size_t g = 0; g < group_count(); ++g) {
+    GuestPort* port = &group_port(g);
+    dataplane_.thread(group_thread(g)).call([port, fn] { fn(*port); });
+  }
+}
+
+void GuestPortController::publish_rx_groups() {
+  if (more_groups_.empty()) return;
+  std::vector<const dataplane::Port*> groups;
+  for (std::size_t g = 0; g < group_count(); ++g)
+    for (std::uint32_t p = static_cast<std::uint32_t>(g); p < rx_running_.size();
+         p += static_cast<std::uint32_t>(group_count()))
+      if (rx_running_[p]) {
+        groups.push_back(&group(g));
+        break;
+      }
+  if (groups == rx_groups_) return;
+  rx_groups_ = groups;
+  dataplane_.set_rx_groups(*port_, groups);
 }
 
 bool GuestPortController::start(std::string& error) {
@@ -53,8 +109,10 @@ bool GuestPortController::start(std::string& error) {
     return false;
   }
   dataplane_.attach(*port_, thread_, mac_);
+  for (auto& g : more_groups_) dataplane_.attach_group(*g.port, g.thread, *port_);
   attached_ = true;
   if (!endpoint_->start(error)) {
+    for (auto& g : more_groups_) dataplane_.detach(*g.port);
     dataplane_.detach(*port_);
     attached_ = false;
     return false;
@@ -63,22 +121,35 @@ bool GuestPortController::start(std::string& error) {
 }
 
 void GuestPortController::set_tunables(const PortTunables& t) {
-  GuestPort* port = port_.get();
-  dataplane_.thread(thread_).call([port, t] { port->set_tunables(t); });
+  each_group([t](GuestPort& port) { port.set_tunables(t); });
 }
 
+// The device checked the vring index against the pairs it offers.
 void GuestPortController::start_queue(vhost::QueueStart start) {
-  GuestPort* port = port_.get();
-  ServiceThread* thread = &dataplane_.thread(thread_);
+  const std::uint32_t pair = start.vring / 2;
+  const bool rx = (start.vring & 1) == 0;
+  const std::size_t g = group_of_pair(pair);
+  GuestPort* port = &group_port(g);
+  ServiceThread* thread = &dataplane_.thread(group_thread(g));
   thread->call([thread, port, start = std::move(start)]() mutable {
     port->start_queue(std::move(start));
     thread->wait_fds_changed();
   });
+  if (rx && pair < rx_running_.size()) {
+    rx_running_[pair] = true;
+    publish_rx_groups();  // after the start: frames find the queue running
+  }
 }
 
 std::uint16_t GuestPortController::stop_queue(std::uint32_t vring) {
-  GuestPort* port = port_.get();
-  ServiceThread* thread = &dataplane_.thread(thread_);
+  const std::uint32_t pair = vring / 2;
+  if ((vring & 1) == 0 && pair < rx_running_.size()) {
+    rx_running_[pair] = false;
+    publish_rx_groups();  // before the stop: no new frame is sent to a group without queues
+  }
+  const std::size_t g = group_of_pair(pair);
+  GuestPort* port = &group_port(g);
+  ServiceThread* thread = &dataplane_.thread(group_thread(g));
   return thread->call([thread, port, vring] {
     const std::uint16_t base = port->stop_queue(vring);
     thread->wait_fds_changed();
@@ -87,8 +158,7 @@ std::uint16_t GuestPortController::stop_queue(std::uint32_t vring) {
 }
 
 void GuestPortController::set_mtu(std::uint32_t mtu) {
-  GuestPort* port = port_.get();
-  dataplane_.thread(thread_).call([port, mtu] { port->set_mtu(mtu); });
+  each_group([mtu](GuestPort& port) { port.set_mtu(mtu); });
 }
 
 // On the port's service thread: hand the decision to the control thread.
@@ -104,15 +174,13 @@ bool GuestPortController::request(const net::MacAddress& mac) noexcept {
 }
 
 void GuestPortController::decide(const net::MacAddress& mac) {
-  GuestPort* port = port_.get();
-  ServiceThread& thread = dataplane_.thread(thread_);
   std::string why;
   if (arbiter_ && !arbiter_(*this, mac, why)) {
     ++refusals_;
     if (sys::worth_logging(refusals_))
       spdlog::warn("port {}: guest sends from {}, which it may not take: {} (refusal #{})",
                    config_.name, mac.to_string(), why, refusals_);
-    thread.call([port, mac] { port->mac_refused(mac); });
+    each_group([mac](GuestPort& port) { port.mac_refused(mac); });
     return;
   }
   const std::optional<net::MacAddress> old = mac_;
@@ -121,7 +189,7 @@ void GuestPortController::decide(const net::MacAddress& mac) {
   dataplane_.set_mac(*port_, mac);
   mac_ = mac;
   mac_source_ = MacSource::kLearned;
-  thread.call([port, mac] { port->mac_learned(mac); });
+  each_group([mac](GuestPort& port) { port.mac_learned(mac); });
   spdlog::info("port {}: learned MAC {}{}", config_.name, mac.to_string(),
                old ? " (was " + old->to_string() + ")" : std::string());
 }

@@ -1,8 +1,14 @@
 #pragma once
 // Control-side owner of one guest port: the vhost-user socket and device
 // state machine (control thread), and the GuestPort datapath they drive on
-// the port's service thread. Implements the device's DeviceBackend by
-// running each ring start/stop on that thread.
+// the service threads. Implements the device's DeviceBackend by running each
+// ring start/stop on the thread that polls the ring.
+//
+// Queue pairs are spread over the service threads: a port with P pairs and
+// T threads has G = min(P, T) queue groups, one GuestPort each; group g runs
+// on thread (first + g) mod T, where `first` is the configured thread or the
+// least loaded one, and pair p belongs to group p mod G (round-robin). Each
+// pair is polled by exactly one thread.
 
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
@@ -10,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "controller/port_config.hpp"
 #include "dataplane/dataplane.hpp"
@@ -52,12 +59,31 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   bool start(std::string& error);
 
   const PortConfig& config() const noexcept { return config_; }
+  // The first queue group (pair 0; the port's id and MAC in the switch).
   const GuestPort& port() const noexcept { return *port_; }
+  // Every queue group, the first one first, and the thread each runs on.
+  std::size_t group_count() const noexcept { return 1 + more_groups_.size(); }
+  const GuestPort& group(std::size_t g) const noexcept {
+    return g == 0 ? *port_ : *more_groups_[g - 1].port;
+  }
+  std::uint16_t group_thread(std::size_t g) const noexcept {
+    return g == 0 ? thread_ : more_groups_[g - 1].thread;
+  }
+  // The group that polls queue pair `pair`.
+  std::size_t group_of_pair(std::uint32_t pair) const noexcept { return pair % group_count(); }
+  // A vring's state, from the group that polls it.
+  GuestPort::QueueState queue_state(std::uint32_t vring) const noexcept {
+    return group(group_of_pair(vring / 2)).queue_state(vring);
+  }
+  virtio::QueueError queue_error(std::uint32_t vring) const noexcept {
+    return group(group_of_pair(vring / 2)).queue_error(vring);
+  }
+  bool broken() const noexcept;
   const vhost::Device& device() const noexcept { return device_; }
   const vhost::SocketEndpoint& endpoint() const noexcept { return *endpoint_; }
   std::uint16_t thread() const noexcept { return thread_; }
-  // The port's service thread is stalled: the port is failed for good.
-  bool stalled() const noexcept { return dataplane_.thread(thread_).stalled(); }
+  // A service thread of the port is stalled: the port is failed for good.
+  bool stalled() const noexcept;
   // The MAC the switch reaches the port at (configured or learned), if any.
   const std::optional<net::MacAddress>& mac() const noexcept { return mac_; }
   MacSource mac_source() const noexcept { return mac_source_; }
@@ -70,6 +96,20 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   void set_mtu(std::uint32_t mtu) override;
   bool request(const net::MacAddress& mac) noexcept override;
   void decide(const net::MacAddress& mac);
+  GuestPort& group_port(std::size_t g) noexcept {
+    return g == 0 ? *port_ : *more_groups_[g - 1].port;
+  }
+  // Runs `fn(GuestPort&)` on every group's thread.
+  template <class Fn>
+  void each_group(const Fn& fn);
+  // Tells the switch which groups have a receive queue running now, if that
+  // changed (several groups only).
+  void publish_rx_groups();
+
+  struct Group {
+    std::unique_ptr<GuestPort> port;
+    std::uint16_t thread = 0;
+  };
 
   Dataplane& dataplane_;
   boost::asio::io_context& io_;
@@ -79,7 +119,10 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   MacSource mac_source_ = MacSource::kNone;
   std::uint64_t refusals_ = 0;
   std::uint16_t thread_;
-  std::unique_ptr<GuestPort> port_;
+  std::unique_ptr<GuestPort> port_;                // group 0
+  std::vector<Group> more_groups_;                 // groups 1 .. G-1
+  std::vector<bool> rx_running_;                   // per pair: its receive queue runs
+  std::vector<const dataplane::Port*> rx_groups_;  // as the switch was last told
   vhost::Device device_;
   std::unique_ptr<vhost::SocketEndpoint> endpoint_;
   bool attached_ = false;

@@ -162,6 +162,28 @@ inline constexpr CounterInfo kOffloadRefused{
 inline constexpr CounterInfo kPortDrops{
     "drops", "drops_total", "Frames dropped at a port, by reason.", "reason", {}, "DROPS"};
 
+// ---- queue pairs of a guest port --------------------------------------------------
+// Frames per queue pair, directions as the port's: rx taken from the pair's
+// transmit queue, tx put into its receive queue. Written by the thread that
+// polls the pair. JSON array "queue_pairs" of a port's stats (one object per
+// configured pair: "pair", "thread" and these), family
+// xdpvhost_port_queue_packets_total with labels queue and direction.
+struct QueuePairCounters {
+  Counter rx_packets, tx_packets;
+};
+
+inline constexpr std::array<CounterField<QueuePairCounters>, 2> kQueuePairCounters{{
+    {&QueuePairCounters::rx_packets,
+     {"rx_packets", "queue_packets_total",
+      "Frames per queue pair of a guest port, directions as xdpvhost_port_packets_total: rx "
+      "taken from the pair's transmit queue, tx put into its receive queue.",
+      "direction", "rx"}},
+    {&QueuePairCounters::tx_packets, {"tx_packets", "queue_packets_total", "", "direction", "tx"}},
+}};
+
+// The per-pair objects in a port's stats, and the label naming the pair.
+inline constexpr CounterInfo kQueuePairs{"queue_pairs", "queue_packets_total", "", "queue"};
+
 // ---- uplink queues (beyond their port counters) -----------------------------------
 struct UplinkQueueCounters {
   // XDP_STATISTICS of the queue's sockets (every socket it had), refreshed by

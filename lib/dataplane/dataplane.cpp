@@ -38,6 +38,27 @@ void Dataplane::attach(Port& port, std::uint16_t thread, std::optional<net::MacA
   publish_table();
 }
 
+void Dataplane::attach_group(Port& group, std::uint16_t thread, const Port& first) {
+  if (thread >= threads_.size()) throw std::out_of_range("service thread index");
+  group.set_group(first.id());
+  ServiceThread* t = threads_[thread].get();
+  Port* p = &group;
+  t->call([t, p] { t->attach_port(p); });
+  SwitchEntry e{&group, group.id(), thread, group.kind(), group.uplink(), {}};
+  e.secondary = true;
+  entries_.push_back(std::move(e));
+  publish_table();
+}
+
+void Dataplane::set_rx_groups(const Port& first, const std::vector<const Port*>& groups) {
+  for (auto& e : entries_)
+    if (e.port == &first) {
+      e.rx_groups.clear();
+      for (const Port* g : groups) e.rx_groups.push_back(g->id());
+    }
+  publish_table();
+}
+
 void Dataplane::set_mac(const Port& port, std::optional<net::MacAddress> mac) {
   for (auto& e : entries_)
     if (e.port == &port) e.mac = mac;

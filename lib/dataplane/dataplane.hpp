@@ -35,13 +35,20 @@ class Dataplane {
   const ServiceThread& thread(std::uint16_t i) const { return *threads_[i]; }
 
   std::uint32_t allocate_port_id() noexcept { return next_port_id_++; }
-  // The thread with the fewest ports.
+  // The thread with the fewest ports (a queue group counts as one).
   std::uint16_t least_loaded_thread() const;
 
   // Hands `port` to `thread` and makes it reachable by the switch (a guest
   // port at `mac`, once it has one). Returns once every thread forwards with
   // the new table.
   void attach(Port& port, std::uint16_t thread, std::optional<net::MacAddress> mac = {});
+  // Hands `group`, a further queue group of the guest port `first` (already
+  // attached), to `thread`. It is reached only through set_rx_groups().
+  void attach_group(Port& group, std::uint16_t thread, const Port& first);
+  // Frames to the guest port `first` are spread over these of its queue
+  // groups (those with an enabled receive queue; empty: `first` alone).
+  // Returns once every thread forwards with the new table.
+  void set_rx_groups(const Port& first, const std::vector<const Port*>& groups);
   // The guest port is reached at `mac` from now on (a learned or moved
   // address); returns once every thread forwards with the new table.
   void set_mac(const Port& port, std::optional<net::MacAddress> mac);

@@ -1,5 +1,6 @@
 #include "dataplane/forwarder.hpp"
 
+#include "dataplane/flow_hash.hpp"
 #include "net/gso_segmenter.hpp"
 
 namespace xdpvhost::dataplane {
@@ -14,10 +15,12 @@ bool Forwarder::forward(Port& from, const Frame& frame) noexcept {
     return true;
   }
   if (const SwitchEntry* to = table_->find_guest(frame.dst())) {
-    if (to->port == &from) {
+    if (to->port->group() == from.group()) {
       from.counters().drop(DropReason::kHairpin);
       return true;
     }
+    // A guest with receive queues on several threads: the flow's group.
+    if (table_->spreads(*to)) to = &table_->rx_group(*to, flow_hash(frame));
     return send(from, *to, frame, /*unicast=*/true);
   }
   if (from.kind() == PortKind::kGuest && from.uplink() != Port::kNoUplinkId) {
@@ -33,7 +36,7 @@ bool Forwarder::forward(Port& from, const Frame& frame) noexcept {
 void Forwarder::flood(Port& from, const Frame& frame) noexcept {
   const bool from_uplink = from.kind() == PortKind::kUplink;
   for (const SwitchEntry& e : table_->entries()) {
-    if (e.port == &from || e.kind != PortKind::kGuest) continue;
+    if (e.kind != PortKind::kGuest || e.secondary || e.port->group() == from.group()) continue;
     if (from_uplink && e.uplink != from.uplink()) continue;
     send(from, e, frame, /*unicast=*/false);
   }

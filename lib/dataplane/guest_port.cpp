@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "dataplane/flow_hash.hpp"
 #include "dataplane/forwarder.hpp"
 #include "net/ethernet.hpp"
 #include "net/gso_segmenter.hpp"
@@ -70,27 +71,6 @@ class ChainWriter {
   std::uint32_t offset_ = 0;
 };
 
-std::uint32_t flow_hash(const Frame& frame) noexcept {
-  // Ethernet addresses plus, for IPv4, addresses and ports: one flow stays
-  // on one queue.
-  std::uint8_t tuple[12] = {};
-  std::uint32_t h = 2166136261u;
-  auto mix = [&h](const std::uint8_t* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
-  };
-  mix(frame.eth, 12);
-  if (frame.eth[12] == 0x08 && frame.eth[13] == 0x00 && gather(frame, 26, tuple, 12) == 12)
-    mix(tuple, 12);
-  // Finalize (murmur3 fmix32): FNV's low bits depend on few input bits, and
-  // the queue is chosen by the low bits.
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
-}
-
 }  // namespace
 
 GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, Options options,
@@ -108,6 +88,9 @@ GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, O
                                                          net::max_frame_for_mtu(1500)) +
                                    kBacklogGsoFrames * kMaxGsoFrame) {
   tx_spans_.reserve(64);
+  rx_vrings_.reserve(kMaxQueuePairs);  // no allocation when rings start and stop
+  tx_vrings_.reserve(kMaxQueuePairs);
+  running_vrings_.reserve(kMaxVrings);
   rx_chains_.resize(4);
   flood_.set_rate(tunables_.flood_rate);
 }
@@ -156,13 +139,13 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
     // (TX) or not at all (RX: frames are dropped, not queued, without buffers).
     q.ring.disable_notifications();
   }
-  refresh_rx_list();
+  refresh_queue_lists();
   wait_fds_changed();
 }
 
 void GuestPort::mac_learned(const net::MacAddress& mac) noexcept {
   source_.learned(mac);
-  counters().mac_learned.add();
+  if (group() == id()) counters().mac_learned.add();  // once per port, not per queue group
 }
 
 void GuestPort::set_mtu(std::uint32_t mtu) noexcept {
@@ -181,7 +164,15 @@ void GuestPort::forget_backlog() {
 std::uint16_t GuestPort::stop_queue(std::uint32_t vring) {
   if (vring >= kMaxVrings) return 0;
   Queue& q = queues_[vring];
-  if (!is_tx(vring)) forget_backlog();  // the guest resets or goes: held frames are lost
+  if (!is_tx(vring)) {
+    // A receive queue the guest disables (ethtool -L): frames held for the
+    // guest wait for its other ones. None left (the guest resets or goes):
+    // held frames are lost.
+    if (blocked_rx_ == &q) blocked_rx_ = nullptr;
+    const bool other_rx = std::any_of(rx_vrings_.begin(), rx_vrings_.end(),
+                                      [vring](std::uint32_t v) { return v != vring; });
+    if (!other_rx) forget_backlog();
+  }
   if (!q.running) return q.ring.last_avail_idx();
   flush(q);  // seed 001: nothing stays pending across a stop
   const std::uint16_t base = q.ring.last_avail_idx();
@@ -192,15 +183,20 @@ std::uint16_t GuestPort::stop_queue(std::uint32_t vring) {
   q.running = false;
   status_[vring].state.store(QueueState::kStopped, std::memory_order_relaxed);
   status_[vring].error.store(virtio::QueueError::kNone, std::memory_order_relaxed);
-  refresh_rx_list();
+  refresh_queue_lists();
   wait_fds_changed();
   return base;
 }
 
-void GuestPort::refresh_rx_list() {
+void GuestPort::refresh_queue_lists() {
   rx_vrings_.clear();
-  for (std::uint32_t v = 0; v < kMaxVrings; v += 2)
-    if (queues_[v].running) rx_vrings_.push_back(v);
+  tx_vrings_.clear();
+  running_vrings_.clear();
+  for (std::uint32_t v = 0; v < kMaxVrings; ++v) {
+    if (!queues_[v].running) continue;
+    running_vrings_.push_back(v);
+    (is_tx(v) ? tx_vrings_ : rx_vrings_).push_back(v);
+  }
 }
 
 void GuestPort::report_broken(Queue& q, std::uint32_t vring) {
@@ -230,9 +226,9 @@ unsigned GuestPort::poll(Forwarder& forwarder) {
   if (!backlog_.empty() && (blocked_rx_ == nullptr || !blocked_rx_->ring.attached() ||
                             blocked_rx_->ring.driver_avail_idx() != blocked_avail_))
     total = drain_backlog();
-  for (std::uint32_t v = 1; v < kMaxVrings; v += 2) {
+  for (const std::uint32_t v : tx_vrings_) {
     Queue& q = queues_[v];
-    if (q.running && q.ring.usable()) total += poll_tx(q, v, forwarder);
+    if (q.ring.usable()) total += poll_tx(q, v, forwarder);
   }
   return total;
 }
@@ -279,6 +275,7 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
       }
       counters().rx_packets.add();
       counters().rx_bytes.add(frame.len);
+      pair_counters_[vring / 2].rx_packets.add();
       if (frame.offload.is_gso()) counters().gso_rx.add();
     }
     q.ring.add_used(tx_chain_.head, 0);
@@ -349,8 +346,9 @@ bool GuestPort::frame_from_chain(const DescriptorChain& chain, Frame& frame,
 
 GuestPort::Queue* GuestPort::pick_rx_queue(const Frame& frame) noexcept {
   if (rx_vrings_.empty()) return nullptr;
-  const std::uint32_t v =
-      rx_vrings_.size() == 1 ? rx_vrings_[0] : rx_vrings_[flow_hash(frame) % rx_vrings_.size()];
+  const std::uint32_t v = rx_vrings_.size() == 1
+                              ? rx_vrings_[0]
+                              : rx_vrings_[queue_for_flow(flow_hash(frame), rx_vrings_.size())];
   return &queues_[v];
 }
 
@@ -512,6 +510,7 @@ GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
   }
   counters().tx_packets.add();
   counters().tx_bytes.add(len);
+  pair_counters_[static_cast<std::size_t>(&q - queues_.data()) / 2].tx_packets.add();
   if (q.ring.staged_used() >= tunables_.signal_batch) flush(q);
   return Delivery::kDone;
 }
@@ -532,33 +531,31 @@ void GuestPort::flush(Queue& q) noexcept {
 }
 
 void GuestPort::end_burst() {
-  for (auto& q : queues_)
-    if (q.running) flush(q);
+  for (const std::uint32_t v : running_vrings_) flush(queues_[v]);
 }
 
 bool GuestPort::prepare_sleep() {
   bool work = false;
   // Kicks are wanted on the TX queues, and on the RX queues while frames
   // wait for receive buffers (the guest's refill must wake us).
-  const std::uint32_t step = backlog_.empty() ? 2 : 1;
-  for (std::uint32_t v = backlog_.empty() ? 1 : 0; v < kMaxVrings; v += step) {
+  for (const std::uint32_t v : backlog_.empty() ? tx_vrings_ : running_vrings_) {
     Queue& q = queues_[v];
-    if (q.running && q.ring.usable()) work = q.ring.enable_notifications() || work;
+    if (q.ring.usable()) work = q.ring.enable_notifications() || work;
   }
   return work;
 }
 
 void GuestPort::after_wake() {
-  for (std::uint32_t v = 0; v < kMaxVrings; ++v) {
+  for (const std::uint32_t v : running_vrings_) {
     Queue& q = queues_[v];
-    if (q.running && q.ring.usable()) q.ring.disable_notifications();
+    if (q.ring.usable()) q.ring.disable_notifications();
   }
 }
 
 void GuestPort::wait_fds(std::vector<WaitFd>& out, bool& needs_timer) {
-  for (std::uint32_t v = 0; v < kMaxVrings; ++v) {
+  for (const std::uint32_t v : running_vrings_) {
     Queue& q = queues_[v];
-    if (!q.running || !q.ring.usable()) continue;
+    if (!q.ring.usable()) continue;
     if (q.kick.valid())
       out.push_back(WaitFd{q.kick.get(), EPOLLIN, true, this});
     else if (is_tx(v))

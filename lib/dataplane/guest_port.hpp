@@ -37,6 +37,7 @@ class GuestPort final : public Port {
  public:
   enum class QueueState : std::uint8_t { kStopped, kRunning, kBroken };
   static constexpr std::uint32_t kMaxVrings = vhost::Device::kMaxVrings;
+  static constexpr std::uint32_t kMaxQueuePairs = vhost::Device::kMaxQueuePairs;
 
   struct Options {
     std::uint32_t mtu = 1500;
@@ -70,6 +71,11 @@ class GuestPort final : public Port {
     return status_[vring].error.load(std::memory_order_relaxed);
   }
   bool broken() const noexcept;
+  // Frames of queue pair `pair` (< kMaxQueuePairs); zero for pairs another
+  // queue group of the device polls.
+  const QueuePairCounters& pair_counters(std::uint32_t pair) const noexcept {
+    return pair_counters_[pair];
+  }
   std::uint64_t features() const noexcept { return features_.load(std::memory_order_relaxed); }
   // Frames waiting for the guest to post receive buffers.
   std::uint32_t held() const noexcept { return held_.load(std::memory_order_relaxed); }
@@ -135,7 +141,7 @@ class GuestPort final : public Port {
   Queue* pick_rx_queue(const Frame& frame) noexcept;
   void flush(Queue& q) noexcept;
   void report_broken(Queue& q, std::uint32_t vring);
-  void refresh_rx_list();
+  void refresh_queue_lists();
 
   Options options_;
   PortTunables tunables_;
@@ -153,7 +159,11 @@ class GuestPort final : public Port {
 
   std::array<Queue, kMaxVrings> queues_;
   std::array<Status, kMaxVrings> status_;
-  std::vector<std::uint32_t> rx_vrings_;  // running guest RX vrings
+  std::array<QueuePairCounters, kMaxQueuePairs> pair_counters_;
+  // Running vrings, ascending (the rounds walk these, not every slot):
+  std::vector<std::uint32_t> rx_vrings_;       // guest RX
+  std::vector<std::uint32_t> tx_vrings_;       // guest TX
+  std::vector<std::uint32_t> running_vrings_;  // both
   FrameBacklog backlog_;
   std::atomic<std::uint32_t> held_{0};
   // Where the backlog waits: the receive queue that had no buffer, and its

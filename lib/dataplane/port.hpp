@@ -38,7 +38,7 @@ class Port {
   static constexpr std::uint32_t kNoUplinkId = 0xffffffff;
 
   Port(std::uint32_t id, std::string name, PortKind kind, std::uint32_t uplink = kNoUplinkId)
-      : id_(id), name_(std::move(name)), kind_(kind), uplink_(uplink) {}
+      : id_(id), name_(std::move(name)), kind_(kind), uplink_(uplink), group_(id) {}
   virtual ~Port() = default;
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
@@ -47,6 +47,11 @@ class Port {
   const std::string& name() const noexcept { return name_; }
   PortKind kind() const noexcept { return kind_; }
   std::uint32_t uplink() const noexcept { return uplink_; }
+  // The device the port serves a part of: a guest port whose queue pairs are
+  // spread over several service threads is one Port per thread (a queue
+  // group), all with the id of the first group here. Its own id otherwise.
+  std::uint32_t group() const noexcept { return group_; }
+  void set_group(std::uint32_t first_group_id) noexcept { group_ = first_group_id; }
   PortCounters& counters() noexcept { return counters_; }
   const PortCounters& counters() const noexcept { return counters_; }
 
@@ -87,6 +92,7 @@ class Port {
   std::string name_;
   PortKind kind_;
   std::uint32_t uplink_;
+  std::uint32_t group_;
   PortCounters counters_;
   bool wait_fds_changed_ = false;
 };

@@ -11,7 +11,8 @@ bool SourceGuard::admit_new(const net::MacAddress& src, const SwitchTable* table
   if (pending_) return src == candidate_;
   if (refused_ && src == *refused_) return false;
   if (table != nullptr)
-    if (const SwitchEntry* owner = table->find_guest(src); owner != nullptr && owner->port != self)
+    if (const SwitchEntry* owner = table->find_guest(src);
+        owner != nullptr && (self == nullptr || owner->port->group() != self->group()))
       return false;
   if (learner_ == nullptr || !learner_->request(src)) return false;
   pending_ = true;

@@ -7,10 +7,12 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "net/mac_address.hpp"
+#include "dataplane/flow_hash.hpp"
 #include "dataplane/port.hpp"
+#include "net/mac_address.hpp"
 
 namespace xdpvhost::dataplane {
 
@@ -21,18 +23,37 @@ struct SwitchEntry {
   PortKind kind = PortKind::kGuest;
   std::uint32_t uplink = Port::kNoUplinkId;  // guests: uplink they use; uplink queues: their uplink
   std::optional<net::MacAddress> mac;        // a guest's MAC, once it has one
+  // A guest port whose queue pairs are spread over several service threads
+  // has one entry per queue group (lib/dataplane/README.md). The first
+  // group's entry holds the MAC and lists the groups that have an enabled
+  // receive queue now (port ids); the others are `secondary`: reached only
+  // through that list, never flooded to.
+  bool secondary = false;
+  std::vector<std::uint32_t> rx_groups;
 };
 
 class SwitchTable {
  public:
   void add(const SwitchEntry& e) {
     entries_.push_back(e);
-    if (e.kind == PortKind::kGuest && e.mac) by_mac_[e.mac->key()] = entries_.size() - 1;
+    if (e.kind == PortKind::kGuest && e.mac && !e.secondary)
+      by_mac_[e.mac->key()] = entries_.size() - 1;
     uplink_queues_.clear();  // recomputed by finish()
   }
   // Precomputes, for every uplink and thread, the queue to send through
   // (the per-frame lookup is then one hash probe). Call after the last add().
   void finish(std::uint16_t threads) {
+    // Each guest's receiving groups as entry indices (the control side names
+    // them by port id).
+    rx_groups_.clear();
+    rx_group_range_.assign(entries_.size(), {0, 0});
+    for (std::size_t e = 0; e < entries_.size(); ++e) {
+      rx_group_range_[e].first = rx_groups_.size();
+      for (const std::uint32_t id : entries_[e].rx_groups)
+        for (std::size_t i = 0; i < entries_.size(); ++i)
+          if (entries_[i].port_id == id) rx_groups_.push_back(i);
+      rx_group_range_[e].second = rx_groups_.size() - rx_group_range_[e].first;
+    }
     uplink_queues_.clear();
     for (const auto& e : entries_) {
       if (e.kind != PortKind::kUplink) continue;
@@ -51,6 +72,20 @@ class SwitchTable {
     auto it = by_mac_.find(mac.key());
     return it == by_mac_.end() ? nullptr : &entries_[it->second];
   }
+  // Whether frames to `guest` (an entry of this table) are spread over
+  // several queue groups: then rx_group() picks one by the flow's hash.
+  bool spreads(const SwitchEntry& guest) const noexcept {
+    const std::size_t i = index_of(guest);
+    return i < rx_group_range_.size() && rx_group_range_[i].second > 1;  // false before finish()
+  }
+  // The queue group of `guest` that takes a frame of flow `hash` (one with
+  // an enabled receive queue, flow_hash.hpp); `guest` itself when it has no
+  // other group.
+  const SwitchEntry& rx_group(const SwitchEntry& guest, std::uint32_t hash) const noexcept {
+    if (!spreads(guest)) return guest;
+    const auto [first, count] = rx_group_range_[index_of(guest)];
+    return entries_[rx_groups_[first + group_for_flow(hash, count)]];
+  }
   const SwitchEntry* find(std::uint32_t port_id) const noexcept {
     for (const auto& e : entries_)
       if (e.port_id == port_id) return &e;
@@ -64,7 +99,13 @@ class SwitchTable {
   }
 
  private:
+  std::size_t index_of(const SwitchEntry& e) const noexcept {
+    return static_cast<std::size_t>(&e - entries_.data());
+  }
+
   std::vector<SwitchEntry> entries_;
+  std::vector<std::size_t> rx_groups_;  // entry indices; each guest's run is its range below
+  std::vector<std::pair<std::size_t, std::size_t>> rx_group_range_;  // (first, count) per entry
   std::unordered_map<std::uint64_t, std::size_t> by_mac_;
   std::unordered_map<std::uint64_t, std::size_t>
       uplink_queues_;  // (uplink << 16 | thread) -> entry

@@ -14,6 +14,9 @@
 
 namespace xdpvhost::vhost {
 
+// Every vring of the largest device has a name in SET_VRING_KICK/CALL/ERR.
+static_assert(Device::kMaxVrings <= kVringIndexMask + 1);
+
 using virtio::Feature;
 
 namespace {

@@ -24,7 +24,12 @@ struct DeviceOptions {
 
 class Device {
  public:
-  static constexpr std::uint32_t kMaxQueuePairs = 8;
+  // The most queue pairs a port offers (GET_QUEUE_NUM with the MQ protocol
+  // feature). The one definition: the config rules, the control protocol's
+  // schemas (held to it by a unit test) and the datapath's arrays use it.
+  // 128 is what vhost-user can address: SET_VRING_KICK/CALL/ERR carry the
+  // vring index in 8 bits (256 vrings); QEMU's control queue is its own.
+  static constexpr std::uint32_t kMaxQueuePairs = 128;
   static constexpr std::uint32_t kMaxVrings = 2 * kMaxQueuePairs;
 
   struct Vring {

@@ -35,6 +35,7 @@ from e2e_context import WORKROOT, Context, stale_netns  # noqa: E402
 from xvtest import guest as qemu_guest, netns  # noqa: E402  (tests/pylib, on the path through e2e_context)
 import scenario_devices  # noqa: E402
 import scenario_lifecycle  # noqa: E402
+import scenario_multiqueue  # noqa: E402
 import scenario_pair  # noqa: E402
 import scenario_uplink  # noqa: E402
 from scenario_result import Pending, ScenarioResult, print_summary  # noqa: E402
@@ -66,7 +67,14 @@ SCENARIOS = [
      scenario_uplink.run_uplink),
     ("jumbo", "MTU 9000 through the uplink: 8972-byte pings, TCP and HTTP sha256 both ways",
      scenario_uplink.run_jumbo),
+    ("mq-uplink", "4 vCPUs, 4 queue pairs on 2 service threads: flows from the uplink spread "
+                  "over the pairs; ethtool -L combined 1 under traffic",
+     scenario_multiqueue.run_mq_uplink),
+    ("mq-limit", "QEMU asks for more queue pairs than the port's maximum: QEMU reports it",
+     scenario_multiqueue.run_mq_limit),
 ]
+# Run only when named (ctest runs them as e2e.multiqueue of their own).
+NAMED_ONLY = {"mq-uplink", "mq-limit"}
 
 
 def parse_args(argv):
@@ -111,7 +119,8 @@ def main(argv=None) -> int:
         if s not in known:
             print(f"run_e2e: unknown scenario {s!r}; --list shows them", file=sys.stderr)
             return 2
-    selected = [x for x in SCENARIOS if not wanted or x[0] in wanted]
+    selected = [x for x in SCENARIOS
+                if x[0] in wanted or (not wanted and x[0] not in NAMED_ONLY)]
 
     os.makedirs(a.workroot, exist_ok=True)
     lock = open(os.path.join(a.workroot, ".lock"), "w")

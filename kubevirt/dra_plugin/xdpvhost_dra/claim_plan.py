@@ -12,7 +12,7 @@ POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 # Inside the pod a device metadata attribute string is at most 64 characters
 # (resource.k8s.io DeviceAttribute), and the socket path must fit sun_path.
 ATTRIBUTE_STRING_MAX = 64
-MAX_QUEUES = 8  # proto/config.schema.json port.queues
+MAX_QUEUES = 128  # proto/config.schema.json port.queues (vhost::Device::kMaxQueuePairs)
 
 
 class ClaimError(RuntimeError):
@@ -30,7 +30,7 @@ def _get(obj, *keys):
 def _opaque_parameters(config_entries, request, max_mtu):
     """Merges the opaque parameters of driver xdpvhost.io that apply to the
     request (class config first, then claim config, as the API lists them).
-    Accepted: queues (1..8), mtu (68..maxMtu); apiVersion and kind are
+    Accepted: queues (1..MAX_QUEUES), mtu (68..maxMtu); apiVersion and kind are
     ignored; anything else is an error."""
     merged = {}
     for i, entry in enumerate(config_entries or []):

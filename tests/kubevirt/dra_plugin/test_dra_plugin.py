@@ -170,6 +170,15 @@ class PluginTestCase(unittest.TestCase):
 
 
 @needs_root()
+class QueueLimit(unittest.TestCase):
+    def test_the_claims_ceiling_is_the_daemons(self):
+        from xdpvhost_dra import claim_plan
+        proto = os.environ.get("XDPVHOST_PROTO") or os.path.join(lab.ROOT, "proto")
+        with open(os.path.join(proto, "config.schema.json")) as f:
+            queues = json.load(f)["$defs"]["port"]["properties"]["queues"]
+        self.assertEqual(claim_plan.MAX_QUEUES, queues["maximum"])
+
+
 class Registration(PluginTestCase):
     tag = "reg"
 
@@ -278,7 +287,7 @@ class ClaimErrors(PluginTestCase):
             "request": "vhost-port", "driver": "xdpvhost.io", "pool": "node-b", "device": "up0"}])
         unknown_dev = self.seed_claim("unknown-device", device="up9")
         bad_param = self.seed_claim("bad-param", config=[{"source": "FromClaim", "opaque": {
-            "driver": "xdpvhost.io", "parameters": {"queues": 9}}}])
+            "driver": "xdpvhost.io", "parameters": {"queues": 129}}}])
         bad_key = self.seed_claim("bad-key", config=[{"source": "FromClass", "opaque": {
             "driver": "xdpvhost.io", "parameters": {"mac": "52:54:00:00:00:01"}}}])
         two = self.seed_claim("two-devices", results=[
@@ -297,7 +306,7 @@ class ClaimErrors(PluginTestCase):
             "unallocated": (objs.ref(unallocated), "is not allocated"),
             "other-pool": (objs.ref(other_pool), "is from pool node-b, but this node's pool is node-a"),
             "unknown-device": (objs.ref(unknown_dev), "device up9 is not an uplink of this node's xdpvhostd"),
-            "bad-param": (objs.ref(bad_param), "queues 9 is not an integer from 1 to 8"),
+            "bad-param": (objs.ref(bad_param), "queues 129 is not an integer from 1 to 128"),
             "bad-key": (objs.ref(bad_key), "unknown parameter 'mac'"),
             "two-devices": (objs.ref(two), "one vhost-user port per request is supported"),
             "long": (objs.ref(long_names), "longer than 64 characters"),
@@ -578,7 +587,7 @@ class GuestTraffic(PluginTestCase):
         self.assertFalse(os.path.exists(host_dir))
 
 
-SUITES = {"base": [Registration, ResourceSlices, ClaimErrors],
+SUITES = {"base": [QueueLimit, Registration, ResourceSlices, ClaimErrors],
           "ports": [PortLifecycle],
           "guest": [GuestTraffic]}
 

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "vhost/device.hpp"
+
 namespace xdpvhost::daemon {
 namespace {
 
@@ -87,11 +89,15 @@ TEST(ConfigChange, PortAddRefusals) {
       with_port_added(before, multicast), ConfigErrorKind::kInvalid, RpcErrorCode::kInvalidParams,
       "params.mac: 01:54:00:00:00:02 is a multicast address, a port needs a unicast MAC");
   PortConfig too_many_queues = new_port();
-  too_many_queues.queue_pairs = 9;
-  auto r = with_port_added(before, too_many_queues);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().kind, ConfigErrorKind::kSchema);
-  EXPECT_EQ(r.error().message, "ports[1].queues: 9 is above the maximum 8");
+  const std::uint32_t max = vhost::Device::kMaxQueuePairs;
+  too_many_queues.queue_pairs = max + 1;
+  expect_refused(with_port_added(before, too_many_queues), ConfigErrorKind::kInvalid,
+                 RpcErrorCode::kInvalidParams,
+                 "params.queues: " + std::to_string(max + 1) + " queue pairs; a port takes 1 to " +
+                     std::to_string(max));
+  PortConfig most_queues = new_port();
+  most_queues.queue_pairs = max;
+  EXPECT_TRUE(with_port_added(before, most_queues).ok());
   EXPECT_EQ(before, base_config());
 }
 

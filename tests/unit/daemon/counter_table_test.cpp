@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dataplane/counters.hpp"
+#include "vhost/device.hpp"
 #include "json_schema/json_schema.hpp"
 #include "schemas/schema_registry.hpp"
 #include "control/state_json.hpp"
@@ -52,9 +53,19 @@ void expect_object(const std::string& def, const std::set<std::string>& names) {
 }
 
 TEST(CounterTables, PortStatsAreThePortTable) {
-  std::set<std::string> names{"drops", "offload_refused"};
+  std::set<std::string> names{"drops", "offload_refused", std::string(dataplane::kQueuePairs.name)};
   add_names(names, dataplane::kPortCounters);
   expect_object("port_stats", names);
+}
+
+TEST(CounterTables, QueuePairStatsAreTheQueuePairTable) {
+  std::set<std::string> names{"pair", "thread"};
+  add_names(names, dataplane::kQueuePairCounters);
+  expect_object("queue_pair_stats", names);
+  EXPECT_EQ(stats_def("port_stats").at("properties").at("queue_pairs").at("maxItems"),
+            vhost::Device::kMaxQueuePairs);
+  EXPECT_EQ(stats_def("queue_pair_stats").at("properties").at("pair").at("maximum"),
+            vhost::Device::kMaxQueuePairs - 1);
 }
 
 TEST(CounterTables, UplinkStatsAreThePortAndQueueTables) {
@@ -114,7 +125,12 @@ TEST(CounterTables, GeneratedJsonValidatesAgainstTheSchema) {
   PortStatsSnapshot port;
   for (std::size_t i = 0; i < port.counters.size(); ++i) port.counters[i] = i + 1;
   port.drops[0] = 7;
+  port.pairs.push_back({0, 0, {11, 12}});
+  port.pairs.push_back({1, 1, {21, 22}});
   const json p = port_stats(port);
+  EXPECT_EQ(p.at("queue_pairs").size(), 2u);
+  EXPECT_EQ(p.at("queue_pairs").at(1).at("thread"), 1);
+  EXPECT_EQ(p.at("queue_pairs").at(1).at("tx_packets"), 22);
   EXPECT_TRUE(validate(*port_schema, p).empty()) << p.dump();
   EXPECT_EQ(p.at("interrupts_suppressed"),
             dataplane::counter_index(dataplane::kPortCounters,

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "config/config_rules.hpp"
+#include "vhost/device.hpp"
 #include "schemas/schema_registry.hpp"
 
 namespace xdpvhost::daemon {
@@ -51,6 +53,43 @@ TEST(SchemaDefaults, PortAndUplinkAreTheControllerDefaults) {
   uplink.name = std::string("uplink");
   uplink.interface = std::string("eth0");
   EXPECT_EQ(expect_defaults("uplink", to_json(uplink)), 4);  // queues, bind, frame_size, ring_size
+}
+
+// The queue-pair ceiling has one definition (vhost::Device::kMaxQueuePairs);
+// every schema that states it states that one, and the config rules and the
+// device enforce it.
+TEST(QueuePairLimit, IsTheDevicesEverywhere) {
+  const std::uint32_t max = vhost::Device::kMaxQueuePairs;
+  EXPECT_GE(max, 64u) << "the documented ceiling is at least 64 pairs";
+  EXPECT_EQ(vhost::Device::kMaxVrings, 2 * max);
+  EXPECT_EQ(config_schema().at("$defs").at("port").at("properties").at("queues").at("maximum"),
+            max);
+  const json& types = *SchemaRegistry::embedded().document("types.schema.json");
+  int stated = 0;
+  for (const auto& [name, def] : types.at("$defs").items())
+    if (def.contains("properties") && def.at("properties").contains("queue_pairs") &&
+        def.at("properties").at("queue_pairs").contains("maximum")) {
+      EXPECT_EQ(def.at("properties").at("queue_pairs").at("maximum"), max) << name;
+      ++stated;
+    }
+  EXPECT_EQ(stated, 2) << "port_summary and the port of port.add";
+}
+
+TEST(QueuePairLimit, TheConfigRulesRefuseMoreThanTheCeiling) {
+  PortConfig port;
+  port.name = std::string("vm1");
+  port.socket = std::string("/run/xdpvhost/vm1.sock");
+  port.mac_policy = dataplane::MacPolicy::kLearn;
+  port.queue_pairs = vhost::Device::kMaxQueuePairs;
+  EXPECT_FALSE(config_rules::check_port_fields(port, "ports[0]")) << "the ceiling itself";
+  port.queue_pairs = vhost::Device::kMaxQueuePairs + 1;
+  const auto e = config_rules::check_port_fields(port, "ports[0]");
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("1 to " + std::to_string(vhost::Device::kMaxQueuePairs)),
+            std::string::npos)
+      << e->message;
+  port.queue_pairs = 0;
+  EXPECT_TRUE(config_rules::check_port_fields(port, "ports[0]"));
 }
 
 TEST(SchemaDefaults, DaemonSectionsAreTheConfigDefaults) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <set>
+#include <vector>
+
 #include "dataplane/guest_port.hpp"
 #include "dataplane/uplink_queue_port.hpp"
 
@@ -36,6 +40,60 @@ TEST(SwitchTable, AGuestSendsThroughTheUplinkQueueOnItsOwnThreadElseTheFirst) {
   EXPECT_EQ(t.uplink_queue(0, 0)->port, &q0) << "no queue on thread 0: the first";
   EXPECT_EQ(t.uplink_queue(1, 2)->port, &other);
   EXPECT_EQ(t.uplink_queue(5, 0), nullptr);
+}
+
+TEST(SwitchTable, AGuestOfSeveralQueueGroupsIsFoundOnceAndSpreadOverItsReceivingGroups) {
+  const std::uint8_t mac[6] = {0x52, 0x54, 0, 0, 0, 1};
+  GuestPort g0(1, "g", Port::kNoUplinkId, GuestPort::Options{});
+  GuestPort g1(2, "g", Port::kNoUplinkId, GuestPort::Options{});
+  GuestPort g2(3, "g", Port::kNoUplinkId, GuestPort::Options{});
+  g1.set_group(1);
+  g2.set_group(1);
+  auto build = [&](std::vector<std::uint32_t> rx_groups) {
+    SwitchTable t;
+    SwitchEntry first{&g0, 1, 0, PortKind::kGuest, Port::kNoUplinkId, net::MacAddress::from(mac)};
+    first.rx_groups = std::move(rx_groups);
+    t.add(first);
+    for (GuestPort* g : {&g1, &g2}) {
+      SwitchEntry e{g,
+                    g->id(),
+                    static_cast<std::uint16_t>(g->id() - 1),
+                    PortKind::kGuest,
+                    Port::kNoUplinkId,
+                    net::MacAddress::from(mac)};
+      e.secondary = true;
+      t.add(e);
+    }
+    t.finish(3);
+    return t;
+  };
+  {
+    const SwitchTable t = build({1, 2, 3});
+    const SwitchEntry* e = t.find_guest(net::MacAddress::from(mac));
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->port, &g0) << "the MAC finds the first group, not a secondary one";
+    ASSERT_TRUE(t.spreads(*e));
+    std::set<const Port*> hit;
+    for (std::uint32_t h = 0; h < 64; ++h) {
+      const SwitchEntry& to = t.rx_group(*e, h);
+      EXPECT_EQ(to.port, (std::array<const Port*, 3>{&g0, &g1, &g2})[group_for_flow(h, 3)]);
+      hit.insert(to.port);
+    }
+    EXPECT_EQ(hit.size(), 3u);
+  }
+  {
+    // Group 1 lost its last enabled RX queue.
+    const SwitchTable t = build({1, 3});
+    const SwitchEntry* e = t.find_guest(net::MacAddress::from(mac));
+    for (std::uint32_t h = 0; h < 64; ++h) EXPECT_NE(t.rx_group(*e, h).port, &g1);
+  }
+  {
+    // Only the first group receives: no spreading, no hashing.
+    const SwitchTable t = build({1});
+    const SwitchEntry* e = t.find_guest(net::MacAddress::from(mac));
+    EXPECT_FALSE(t.spreads(*e));
+    EXPECT_EQ(t.rx_group(*e, 12345).port, &g0);
+  }
 }
 
 }  // namespace

@@ -157,6 +157,34 @@ TEST_F(DeviceTest, MultiQueueIsOfferedOnlyWithSeveralQueuePairs) {
   EXPECT_TRUE(mq.offered_protocol_features() & bit(ProtocolFeature::kMq));
 }
 
+TEST_F(DeviceTest, TheCeilingOfQueuePairsIsOfferedAndEveryVringOfItWorks) {
+  RecordingBackend b;
+  constexpr std::uint32_t kMax = Device::kMaxQueuePairs;
+  Device mq(DeviceOptions{kMax + 5, true}, b);  // more than the ceiling: the ceiling
+  Message m = make(Request::kGetQueueNum);
+  auto o = mq.handle(m);
+  std::uint64_t n;
+  std::memcpy(&n, o.reply.data(), 8);
+  EXPECT_EQ(n, kMax);
+  EXPECT_EQ(mq.vring_count(), 2 * kMax);
+  // The last vring vhost-user can name (index 255 in 8 bits) is in range.
+  Message last = u64(Request::kSetVringCall, (2 * kMax - 1) | kVringNoFdFlag);
+  EXPECT_TRUE(mq.handle(last).ok);
+  Message beyond = state(Request::kSetVringNum, 2 * kMax, 256);
+  EXPECT_FALSE(mq.handle(beyond).ok);
+}
+
+TEST_F(DeviceTest, APortOfFourPairsRefusesTheFifth) {
+  RecordingBackend b;
+  Device mq(DeviceOptions{4, true}, b);
+  Message seven = state(Request::kSetVringEnable, 7, 1);
+  EXPECT_TRUE(mq.handle(seven).ok);
+  Message eight = state(Request::kSetVringEnable, 8, 1);
+  const auto o = mq.handle(eight);
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("vring 8 out of range"), std::string::npos) << o.error;
+}
+
 TEST_F(DeviceTest, RefusesFeaturesThatWereNotOffered) {
   auto o = send(u64(Request::kSetFeatures, virtio::bit(Feature::kRingPacked)));
   EXPECT_FALSE(o.ok);
