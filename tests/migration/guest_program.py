@@ -29,6 +29,9 @@ grep -iE 'virtio|vring|virtqueue' /tmp/dmesg.out > /tmp/kvirtio.out
 grep -iE '(virtio|vring|virtqueue).*(error|fail|bad|invalid|unexpected|out of range|not a head|broken|too (long|many))' /tmp/dmesg.out > /tmp/kbad.out
 grep -E 'BUG:|WARNING:|Oops|Call Trace' /tmp/dmesg.out >> /tmp/kbad.out
 while read -r line; do echo "XV-KLOG $line"; done < /tmp/kbad.out
+grep -E "$XV_IF" /proc/net/dev | sed 's/^/XV-NETDEV /'
+ethtool -S "$XV_IF" 2>/dev/null | grep -vE ': 0$' | sed 's/^/XV-NETSTAT /' | head -40
+grep -E "^(Ip|Icmp|Tcp):" /proc/net/snmp | sed "s/^/XV-SNMP /"
 printf 'XV-RESULT {"kind":"klog","virtio_lines":%%d,"suspect":%%d}\n' "$(wc -l < /tmp/kvirtio.out)" "$(wc -l < /tmp/kbad.out)"
 """ % {"interval": GUEST_PING_INTERVAL, "port": STOP_PORT}
 

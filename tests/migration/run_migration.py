@@ -38,6 +38,9 @@ SCENARIOS = [
      scenario_same_node.run_same_node, True),
     ("two-node", "two nodes (namespaces, daemons, uplinks) on a bridge; ping 10 ms, TCP stream",
      lambda ctx, r: scenario_two_node.run_two_node(ctx, r, "xdpvhost"), True),
+    ("two-node-rarp", "two-node with guest_announce=off: QEMU sends SEND_RARP, the destination "
+                      "daemon announces the guest with a RARP",
+     lambda ctx, r: scenario_two_node.run_two_node(ctx, r, "xdpvhost", guest_announce=False), True),
     ("two-node-dpdk", "the two-node harness with DPDK testpmd (net_vhost <-> net_af_packet) as "
                       "the backend: the reference figures",
      lambda ctx, r: scenario_two_node.run_two_node(ctx, r, "dpdk"), False),

@@ -91,7 +91,10 @@ def stream_survived(iperf_json: str, after_s: float) -> tuple[bool, str]:
                 f"last 3: {late[-3:]} bytes")
 
 
-def run_two_node(ctx, r, backend: str = "xdpvhost"):
+def run_two_node(ctx, r, backend: str = "xdpvhost", guest_announce: bool = True):
+    """guest_announce False: the device does not offer GUEST_ANNOUNCE to the
+    guest (QEMU guest_announce=off), so QEMU asks the destination's backend
+    for SEND_RARP instead and the backend must send the RARP."""
     wd = ctx.scenario_dir(r.name)
     net = Network(2, ctx.register_netns)
     net.create()
@@ -99,7 +102,8 @@ def run_two_node(ctx, r, backend: str = "xdpvhost"):
     for b in nodes:
         b.start()
     port = mig.free_port()
-    src, dst = guest_pair(ctx, wd, nodes[0].socket_path, nodes[1].socket_path, port)
+    opts = {} if guest_announce else {"device_opts": {"guest_announce": "off"}}
+    src, dst = guest_pair(ctx, wd, nodes[0].socket_path, nodes[1].socket_path, port, **opts)
     src.start()
     src.wait_for(r"^XV-READY mig", 180)
     dst.start()
@@ -138,6 +142,10 @@ def run_two_node(ctx, r, backend: str = "xdpvhost"):
     seen = announces(tcpdump_log, GUEST_MAC)
     r.check("guest announced (gratuitous ARP or RARP from its MAC at the peer)", len(seen) > 0,
             seen[0] if seen else "none")
+    if not guest_announce:
+        rarps = [l for l in seen if "reverse" in l.lower() or "rarp" in l.lower()]
+        r.check("the backend sent a RARP from the guest's MAC (SEND_RARP)", len(rarps) > 0,
+                f"{len(rarps)} RARPs" + (f": {rarps[0]}" if rarps else ""))
     r.check("bridge learned the guest on node 2's port", net.fdb_port(GUEST_MAC) == node_port(2),
             str(net.fdb_port(GUEST_MAC)))
     stop_guest_program(net)
@@ -164,8 +172,12 @@ def run_two_node(ctx, r, backend: str = "xdpvhost"):
                 drops = {k: v for k, v in (st.get("drops") or {}).items() if v}
                 r.note(f"node {i} port vm: rx {st.get('rx_packets')} tx {st.get('tx_packets')} "
                        f"drops {drops or 'none'}")
-                up = b.daemon.call("stats.get").get("uplinks", {}).get("up0", {})
-                r.note(f"node {i} uplink up0: " + ", ".join(
+                full = b.daemon.call("stats.get")
+                with open(os.path.join(wd, f"n{i}-stats.json"), "w") as f:
+                    json.dump(full, f, indent=1)
+                up = full.get("uplinks", {}).get("up0", {})
+                updrops = {k: v for k, v in (up.get("drops") or {}).items() if v}
+                r.note(f"node {i} uplink up0: drops {updrops or 'none'}; " + ", ".join(
                     f"{k} {v}" for k, v in up.items() if v and not isinstance(v, (dict, list))))
             except Exception as e:  # noqa: BLE001 - a note only
                 r.note(f"node {i}: stats.get failed: {e}")
