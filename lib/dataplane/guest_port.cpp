@@ -302,7 +302,8 @@ void GuestPort::send_announce(Forwarder& forwarder) {
   std::memcpy(rarp + 12, fixed, sizeof fixed);
   std::memcpy(rarp + 22, announce_mac_.data(), 6);
   std::memcpy(rarp + 32, announce_mac_.data(), 6);
-  const Frame frame(Span{rarp, sizeof rarp});
+  const Span span{rarp, sizeof rarp};  // outlives the frame, which points to it
+  const Frame frame(span);
   if (!source_.admit(frame.src(), forwarder.table(), this)) {
     counters().drop(DropReason::kSpoofedSource);
     return;
