@@ -197,8 +197,24 @@ const controller::GuestPortController* Daemon::port_with_mac(const net::MacAddre
 bool Daemon::allow_learned_mac(const controller::GuestPortController& port,
                                const net::MacAddress& mac, std::string& why) {
   if (const auto* owner = port_with_mac(mac); owner != nullptr && owner != &port) {
-    why = mac.to_string() + " is port " + owner->config().name + "'s";
-    return false;
+    // Live migration on one node: the guest announced itself on this port
+    // (learn-move) while the owner's guest is stopped; the MAC moves here.
+    // A configured MAC never moves.
+    const bool handover = port.config().mac_policy == dataplane::MacPolicy::kLearnMove &&
+                          owner->mac_source() == controller::MacSource::kLearned &&
+                          owner->guest_stopped();
+    if (!handover) {
+      why = mac.to_string() + " is port " + owner->config().name + "'s";
+      return false;
+    }
+    auto it = ports_.find(owner->config().name);
+    if (it != ports_.end()) {
+      if (auto* uplink = uplink_of(owner->config()))
+        uplink->set_guest_mac(owner->config().name, {});
+      it->second->release_mac();
+    }
+    spdlog::info("port {}: takes MAC {} over from port {} (its guest stopped)", port.config().name,
+                 mac.to_string(), owner->config().name);
   }
   for (const auto& p : config_.ports)
     if (p.name != port.config().name && p.mac == mac) {

@@ -1,5 +1,7 @@
 #include "controller/guest_port_controller.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -159,6 +161,30 @@ std::uint16_t GuestPortController::stop_queue(std::uint32_t vring) {
 
 void GuestPortController::set_mtu(std::uint32_t mtu) {
   each_group([mtu](GuestPort& port) { port.set_mtu(mtu); });
+}
+
+bool GuestPortController::announce(const std::array<std::uint8_t, 6>& mac) {
+  GuestPort* port = port_.get();
+  const net::MacAddress m = net::MacAddress::from(mac.data());
+  dataplane_.thread(thread_).call([port, m] { port->announce(m); });
+  spdlog::info("port {}: SEND_RARP: announcing {}", config_.name, m.to_string());
+  return true;
+}
+
+bool GuestPortController::guest_stopped() const noexcept {
+  const auto& vrings = device_.vrings();
+  return std::none_of(vrings.begin(), vrings.end(),
+                      [](const vhost::Device::Vring& v) { return v.running; });
+}
+
+void GuestPortController::release_mac() {
+  if (!mac_) return;
+  GuestPort* port = port_.get();
+  dataplane_.set_mac(*port_, std::nullopt);
+  spdlog::info("port {}: MAC {} moved away (its guest stopped)", config_.name, mac_->to_string());
+  mac_.reset();
+  mac_source_ = MacSource::kNone;
+  dataplane_.thread(thread_).call([port] { port->mac_released(); });
 }
 
 // On the port's service thread: hand the decision to the control thread.

@@ -90,10 +90,17 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
 
   void set_tunables(const PortTunables& t);
 
+  // The port's guest is stopped: no ring runs (it migrated away, or went).
+  bool guest_stopped() const noexcept;
+  // Gives the learned MAC up: it moved to another port (the guest migrated
+  // there). The caller makes the switch and the uplink follow the new port.
+  void release_mac();
+
  private:
   void start_queue(vhost::QueueStart start) override;
   std::uint16_t stop_queue(std::uint32_t vring) override;
   void set_mtu(std::uint32_t mtu) override;
+  bool announce(const std::array<std::uint8_t, 6>& mac) override;
   bool request(const net::MacAddress& mac) noexcept override;
   void decide(const net::MacAddress& mac);
   GuestPort& group_port(std::size_t g) noexcept {

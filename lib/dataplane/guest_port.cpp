@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
@@ -223,6 +224,8 @@ unsigned GuestPort::poll(Forwarder& forwarder) {
   // (the receive queue's avail index moved), not every round: a guest that
   // posts too little for them would otherwise cost a ring walk per round.
   unsigned total = 0;
+  if (announce_pending_) [[unlikely]]
+    send_announce(forwarder);
   if (!backlog_.empty() && (blocked_rx_ == nullptr || !blocked_rx_->ring.attached() ||
                             blocked_rx_->ring.driver_avail_idx() != blocked_avail_))
     total = drain_backlog();
@@ -283,6 +286,31 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
     ++n;
   }
   return n;
+}
+
+void GuestPort::send_announce(Forwarder& forwarder) {
+  announce_pending_ = false;
+  // RARP "request reverse" from the guest's MAC, as QEMU announces a guest
+  // itself (net/announce.c): broadcast, sender and target hardware address
+  // the MAC, no protocol addresses, padded to the 60-byte minimum.
+  std::uint8_t rarp[60] = {};
+  std::memset(rarp, 0xff, 6);
+  std::memcpy(rarp + 6, announce_mac_.data(), 6);
+  const std::uint8_t fixed[] = {0x80, 0x35,               // ethertype RARP
+                                0x00, 0x01, 0x08, 0x00,   // hardware Ethernet, protocol IPv4
+                                6,    4,    0x00, 0x03};  // lengths, op 3 (reverse request)
+  std::memcpy(rarp + 12, fixed, sizeof fixed);
+  std::memcpy(rarp + 22, announce_mac_.data(), 6);
+  std::memcpy(rarp + 32, announce_mac_.data(), 6);
+  const Span span{rarp, sizeof rarp};  // outlives the frame, which points to it
+  const Frame frame(span);
+  if (!source_.admit(frame.src(), forwarder.table(), this)) {
+    counters().drop(DropReason::kSpoofedSource);
+    return;
+  }
+  forwarder.forward(*this, frame);
+  counters().rx_packets.add();
+  counters().rx_bytes.add(frame.len);
 }
 
 bool GuestPort::frame_from_chain(const DescriptorChain& chain, Frame& frame,
@@ -502,6 +530,15 @@ GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
     at.write(nullptr, header_size_ + patch->patch_offset);
     at.write(be, sizeof be);
   }
+  // Live migration: the pages just written are dirty, marked before the
+  // used entries that hand them to the guest (those are marked at publish).
+  if (q.ring.logging()) [[unlikely]] {
+    if (!log_rx(q, n, need)) {
+      report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
+      counters().drop(DropReason::kQueueBroken);
+      return Delivery::kDone;
+    }
+  }
   std::uint32_t remaining = need;
   for (unsigned i = 0; i < n; ++i) {
     const std::uint32_t used = std::min(remaining, rx_chains_[i].writable_bytes);
@@ -513,6 +550,15 @@ GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
   pair_counters_[static_cast<std::size_t>(&q - queues_.data()) / 2].tx_packets.add();
   if (q.ring.staged_used() >= tunables_.signal_batch) flush(q);
   return Delivery::kDone;
+}
+
+bool GuestPort::log_rx(Queue& q, unsigned n, std::uint32_t bytes) noexcept {
+  for (unsigned i = 0; i < n && bytes > 0; ++i) {
+    const std::uint32_t used = std::min(bytes, rx_chains_[i].writable_bytes);
+    if (!q.ring.log_writes(rx_chains_[i], used)) return false;
+    bytes -= used;
+  }
+  return true;
 }
 
 // ---- bursts, signals, sleeping ---------------------------------------------------

@@ -62,6 +62,15 @@ class GuestPort final : public Port {
   // The answers to a learning request (see SourceGuard).
   void mac_learned(const net::MacAddress& mac) noexcept;
   void mac_refused(const net::MacAddress& mac) noexcept { source_.refused(mac); }
+  // The MAC moved to another port (the guest migrated there).
+  void mac_released() noexcept { source_.released(); }
+  // Announce `mac` (SEND_RARP after a migration): a RARP from it goes out
+  // at the next poll, flooded like a broadcast the guest sent (to the
+  // uplink and the local guests), and through port security like one.
+  void announce(const net::MacAddress& mac) noexcept {
+    announce_mac_ = mac;
+    announce_pending_ = true;
+  }
 
   // ---- status (any thread) ----
   QueueState queue_state(std::uint32_t vring) const noexcept {
@@ -132,6 +141,10 @@ class GuestPort final : public Port {
   Delivery write_to_guest(Queue& q, const Frame& frame, const net::VirtioNetOffload& offload,
                           std::uint32_t len, const net::GuestForward* patch);
   unsigned drain_backlog();
+  void send_announce(Forwarder& forwarder);
+  // Marks the buffers of the `n` chains the last frame (`bytes`) was
+  // written to in the dirty log; false (queue broken) if it cannot.
+  bool log_rx(Queue& q, unsigned n, std::uint32_t bytes) noexcept;
   void forget_backlog();
   unsigned poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder);
   // False when the chain is no frame; with `refused` set when its offload
@@ -170,6 +183,8 @@ class GuestPort final : public Port {
   // avail index then (drained again only once it moves).
   Queue* blocked_rx_ = nullptr;
   std::uint16_t blocked_avail_ = 0;
+  bool announce_pending_ = false;
+  net::MacAddress announce_mac_;
 
   // Scratch reused for every frame (no allocation after warm-up).
   virtio::DescriptorChain tx_chain_;

@@ -7,8 +7,14 @@
 //   source == the port's MAC            -> admitted (the one compare per frame)
 //   group bit or all zero               -> refused
 //   fixed, or learn with a MAC already  -> refused (spoofed_source)
-//   another port owns it (switch table) -> refused: learning never takes over
+//   another port owns it (switch table) -> refused (fixed, learn); learn-move
+//                                          asks for a hand-over and refuses
+//                                          the frames until it is granted
+//                                          (the control side grants it only
+//                                          when the owner's guest stopped:
+//                                          the guest migrated here)
 //   a request is pending                -> only the candidate is admitted
+//                                          (not while a hand-over is asked)
 //   else: the control side is asked (MacLearner), the frame admitted
 //
 // At most one request is outstanding, so a guest cycling through source MACs
@@ -52,6 +58,9 @@ class SourceGuard {
   void learned(const net::MacAddress& mac) noexcept;
   // `mac` may not be taken (another port owns it); its frames are refused.
   void refused(const net::MacAddress& mac) noexcept;
+  // The port's MAC moved to another port (its guest migrated there): the
+  // port has none until it learns again.
+  void released() noexcept;
 
   MacPolicy policy() const noexcept { return policy_; }
   const std::optional<net::MacAddress>& mac() const noexcept { return mac_; }
@@ -64,6 +73,7 @@ class SourceGuard {
   std::optional<net::MacAddress> mac_;
   MacLearner* learner_;
   bool pending_ = false;
+  bool handover_ = false;  // the pending request takes the MAC over from another port
   net::MacAddress candidate_;
   std::optional<net::MacAddress> refused_;
 };

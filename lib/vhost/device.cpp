@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -60,18 +61,28 @@ std::uint64_t Device::offered_features() const noexcept {
   // with NET_SET_MTU.
   f |= bit(Feature::kNetMtu);
   if (options_.queue_pairs > 1) f |= bit(Feature::kNetMq);
+  // Live migration: every write into guest memory is marked in the dirty
+  // log while LOG_ALL is acked (with LOG_SHMFD below). GUEST_ANNOUNCE lets
+  // QEMU have the guest announce itself after the move (QEMU emulates it
+  // over the control queue it keeps; without it QEMU asks for SEND_RARP).
+  f |= bit(Feature::kLogAll) | bit(Feature::kNetGuestAnnounce);
   return f;
 }
 
 std::uint64_t Device::offered_protocol_features() const noexcept {
   std::uint64_t f = bit(ProtocolFeature::kReplyAck) | bit(ProtocolFeature::kNetMtu) |
-                    bit(ProtocolFeature::kResetDevice) | bit(ProtocolFeature::kStatus);
+                    bit(ProtocolFeature::kResetDevice) | bit(ProtocolFeature::kStatus) |
+                    bit(ProtocolFeature::kLogShmfd) | bit(ProtocolFeature::kRarp);
   if (options_.queue_pairs > 1) f |= bit(ProtocolFeature::kMq);
   return f;
 }
 
 bool Device::reply_ack_negotiated() const noexcept {
   return (acked_protocol_features_ & bit(ProtocolFeature::kReplyAck)) != 0;
+}
+
+bool Device::logging() const noexcept {
+  return virtio::has(acked_features_, Feature::kLogAll) && log_ != nullptr;
 }
 
 Outcome Device::handle(Message& message) {
@@ -85,10 +96,13 @@ Outcome Device::handle(Message& message) {
   if (!outcome.ok && spec->reply_bytes != kReplyNone) {
     // The frontend waits for this reply whatever happens: answer zeros.
     outcome.kind = Outcome::Kind::kReply;
-    outcome.reply.assign(spec->reply_bytes == kReplySameSizeAsRequest
-                             ? std::min<std::uint32_t>(message.header.size, kMaxPayloadSize)
-                             : spec->reply_bytes,
-                         0);
+    if (spec->reply_bytes == kReplyEmpty)
+      outcome.reply.clear();
+    else
+      outcome.reply.assign(spec->reply_bytes == kReplySameSizeAsRequest
+                               ? std::min<std::uint32_t>(message.header.size, kMaxPayloadSize)
+                               : spec->reply_bytes,
+                           0);
   }
   return outcome;
 }
@@ -104,9 +118,18 @@ Outcome Device::on_set_features(Message& m) {
   if ((features & ~offered_features()) != 0)
     return Outcome::failure("SET_FEATURES: acks features that were not offered");
   const bool changed = features != acked_features_;
+  const bool was_logging = logging();
   acked_features_ = features;
-  // Header size, event index and the enable rule depend on features.
+  // Header size, event index, the enable rule and dirty logging depend on
+  // features: running rings are handed over again.
   if (changed) refresh_all(/*restart=*/true);
+  if (!virtio::has(features, Feature::kLogAll)) {
+    // Logging is over (migration done or cancelled): the rings no longer
+    // hold the log, and the frontend frees it.
+    log_.reset();
+  }
+  if (was_logging != logging())
+    spdlog::info("vhost device: dirty logging {}", logging() ? "on" : "off");
   return Outcome::success();
 }
 
@@ -194,6 +217,49 @@ Outcome Device::on_set_mem_table(Message& m) {
   return Outcome::success();
 }
 
+// ---- live migration: the dirty log, announcing the move ---------------------
+
+Outcome Device::on_set_log_base(Message& m) {
+  const auto d = m.as<LogDescription>();
+  std::string error;
+  auto log = virtio::DirtyLog::map(m.take_fd(0), d.mmap_size, d.mmap_offset, error);
+  // The frontend waits for an empty reply (LOG_SHMFD) whatever happens.
+  Outcome outcome;
+  outcome.kind = Outcome::Kind::kReply;
+  if (log == nullptr) {
+    // Without a log the rings must not write into guest memory while
+    // LOG_ALL is acked: they stay stopped (should_run) rather than corrupt
+    // the migration.
+    log_.reset();
+    refresh_all(/*restart=*/false);
+    outcome.ok = false;
+    outcome.error = "SET_LOG_BASE: " + error + "; rings stop while LOG_ALL is acked";
+    return outcome;
+  }
+  spdlog::debug("SET_LOG_BASE: {} bytes at offset {} (covers {} MiB)", d.mmap_size, d.mmap_offset,
+                log->covered_bytes() >> 20);
+  log_ = std::move(log);
+  // A new log (the first one, or a resize while logging): running rings
+  // take it over.
+  if (virtio::has(acked_features_, Feature::kLogAll)) refresh_all(/*restart=*/true);
+  return outcome;
+}
+
+Outcome Device::on_set_log_fd(Message& m) {
+  log_notify_ = m.take_fd(0);
+  return Outcome::success();
+}
+
+Outcome Device::on_send_rarp(Message& m) {
+  std::array<std::uint8_t, 6> mac{};
+  std::memcpy(mac.data(), m.payload.data(), mac.size());
+  const bool zero = std::all_of(mac.begin(), mac.end(), [](std::uint8_t b) { return b == 0; });
+  if (zero || (mac[0] & 1) != 0) return Outcome::failure("SEND_RARP: not a unicast MAC");
+  if (!backend_.announce(mac)) return Outcome::failure("SEND_RARP: the backend cannot announce");
+  ++rarps_sent_;
+  return Outcome::success();
+}
+
 // ---- rings -----------------------------------------------------------------
 
 Device::Vring* Device::vring_from_state(const Message& m, std::string& error) {
@@ -223,7 +289,11 @@ Outcome Device::on_set_vring_addr(Message& m) {
   const auto a = m.as<VringAddress>();
   if (a.index >= vring_count())
     return Outcome::failure("SET_VRING_ADDR: vring " + std::to_string(a.index) + " out of range");
+  if ((a.flags & ~VringAddress::kFlagLog) != 0)
+    return Outcome::failure("SET_VRING_ADDR: unknown flags 0x" + std::to_string(a.flags));
   Vring& v = vrings_[a.index];
+  v.log_used = (a.flags & VringAddress::kFlagLog) != 0;
+  v.log_guest_addr = a.log_guest_addr;
   v.desc = a.desc_user_addr;
   v.avail = a.avail_user_addr;
   v.used = a.used_user_addr;
@@ -320,8 +390,10 @@ bool Device::should_run(std::uint32_t index) const noexcept {
   // Without PROTOCOL_FEATURES rings are enabled once started (vhost-user.rst,
   // "Ring states"); with it they wait for SET_VRING_ENABLE.
   const bool protocol = virtio::has(acked_features_, Feature::kVhostUserProtocolFeatures);
+  // LOG_ALL acked but no usable log: no write may go unlogged.
+  const bool log_ok = !virtio::has(acked_features_, Feature::kLogAll) || log_ != nullptr;
   return memory_ != nullptr && v.num != 0 && v.addr_set && v.kick_received &&
-         (v.enabled || !protocol);
+         (v.enabled || !protocol) && log_ok;
 }
 
 void Device::stop(std::uint32_t index) {
@@ -344,6 +416,11 @@ void Device::refresh(std::uint32_t index, bool restart) {
   start.ring.used_uva = v.used;
   start.ring.last_avail_idx = v.base;
   start.ring.event_idx = virtio::has(acked_features_, Feature::kRingEventIdx);
+  if (logging()) {
+    start.ring.log = log_;
+    start.ring.log_used = v.log_used;
+    start.ring.used_log_gpa = v.log_guest_addr;
+  }
   start.memory = memory_;
   start.kick = dup_fd(v.kick);
   start.call = dup_fd(v.call);
@@ -361,6 +438,8 @@ void Device::reset_session() {
   for (std::uint32_t i = 0; i < vring_count(); ++i) stop(i);
   vrings_ = {};
   memory_.reset();
+  log_.reset();
+  log_notify_.reset();
   owner_set_ = false;
   acked_features_ = 0;
   acked_protocol_features_ = 0;

@@ -12,6 +12,7 @@
 #include "sys/unique_fd.hpp"
 #include "vhost/device_backend.hpp"
 #include "vhost/message.hpp"
+#include "virtio/dirty_log.hpp"
 #include "virtio/guest_memory.hpp"
 
 namespace xdpvhost::vhost {
@@ -37,6 +38,8 @@ class Device {
     std::uint16_t base = 0;
     bool addr_set = false;
     std::uint64_t desc = 0, avail = 0, used = 0;
+    bool log_used = false;             // SET_VRING_ADDR with VHOST_VRING_F_LOG
+    std::uint64_t log_guest_addr = 0;  // where writes to the used ring are logged
     sys::UniqueFd kick;
     sys::UniqueFd call;
     sys::UniqueFd err;
@@ -69,6 +72,11 @@ class Device {
   const std::array<Vring, kMaxVrings>& vrings() const noexcept { return vrings_; }
   std::uint32_t vring_count() const noexcept { return 2 * options_.queue_pairs; }
   bool reply_ack_negotiated() const noexcept;
+  // Dirty logging is on: LOG_ALL acked and a log mapped (live migration).
+  bool logging() const noexcept;
+  const std::shared_ptr<const virtio::DirtyLog>& log() const noexcept { return log_; }
+  // SEND_RARP requests handed to the backend, and refused or not sent.
+  std::uint64_t rarps_sent() const noexcept { return rarps_sent_; }
 
   // Message handlers, named after the request; the message table maps
   // requests to them (message_table.cpp).
@@ -77,6 +85,9 @@ class Device {
   Outcome on_set_owner(Message&);
   Outcome on_reset_owner(Message&);
   Outcome on_set_mem_table(Message&);
+  Outcome on_set_log_base(Message&);
+  Outcome on_set_log_fd(Message&);
+  Outcome on_send_rarp(Message&);
   Outcome on_set_vring_num(Message&);
   Outcome on_set_vring_addr(Message&);
   Outcome on_set_vring_base(Message&);
@@ -114,6 +125,9 @@ class Device {
   std::uint8_t status_ = 0;
   std::uint32_t mtu_ = 0;
   std::shared_ptr<const virtio::GuestMemory> memory_;
+  std::shared_ptr<const virtio::DirtyLog> log_;  // SET_LOG_BASE; dropped when LOG_ALL goes
+  sys::UniqueFd log_notify_;                     // SET_LOG_FD (kept; QEMU does not read it)
+  std::uint64_t rarps_sent_ = 0;
   std::array<Vring, kMaxVrings> vrings_{};
 };
 

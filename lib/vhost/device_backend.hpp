@@ -2,6 +2,7 @@
 // What a vhost-user device asks of the datapath that serves its rings. The
 // dataplane implements it; the device (control thread) calls it.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 
@@ -31,6 +32,13 @@ class DeviceBackend {
   virtual std::uint16_t stop_queue(std::uint32_t vring) = 0;
   // The frontend told the MTU it gave the guest (NET_SET_MTU).
   virtual void set_mtu(std::uint32_t mtu) = 0;
+  // The guest moved here (SEND_RARP after a migration, the guest has no
+  // GUEST_ANNOUNCE): announce `mac` on the network. False if this backend
+  // cannot (the device then says so in the log).
+  virtual bool announce(const std::array<std::uint8_t, 6>& mac) {
+    (void)mac;
+    return false;
+  }
 };
 
 }  // namespace xdpvhost::vhost

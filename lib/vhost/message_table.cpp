@@ -19,8 +19,10 @@ constexpr std::array kTable = {
     MessageSpec{R::kResetOwner, "RESET_OWNER", P::kAny, F::kNone, &D::on_reset_owner},
     MessageSpec{R::kSetMemTable, "SET_MEM_TABLE", P::kMemoryTable, F::kOnePerRegion,
                 &D::on_set_mem_table},
-    MessageSpec{R::kSetLogBase, "SET_LOG_BASE", P::kAny, F::kNone, &D::on_unsupported},
-    MessageSpec{R::kSetLogFd, "SET_LOG_FD", P::kAny, F::kNone, &D::on_unsupported},
+    // Answered with an empty reply, refused or not: the frontend waits for
+    // it (LOG_SHMFD).
+    MessageSpec{R::kSetLogBase, "SET_LOG_BASE", P::kLog, F::kOne, &D::on_set_log_base, kReplyEmpty},
+    MessageSpec{R::kSetLogFd, "SET_LOG_FD", P::kAny, F::kOne, &D::on_set_log_fd},
     MessageSpec{R::kSetVringNum, "SET_VRING_NUM", P::kVringState, F::kNone, &D::on_set_vring_num},
     MessageSpec{R::kSetVringAddr, "SET_VRING_ADDR", P::kVringAddress, F::kNone,
                 &D::on_set_vring_addr},
@@ -40,7 +42,7 @@ constexpr std::array kTable = {
     MessageSpec{R::kGetQueueNum, "GET_QUEUE_NUM", P::kAny, F::kNone, &D::on_get_queue_num, 8},
     MessageSpec{R::kSetVringEnable, "SET_VRING_ENABLE", P::kVringState, F::kNone,
                 &D::on_set_vring_enable},
-    MessageSpec{R::kSendRarp, "SEND_RARP", P::kAny, F::kNone, &D::on_unsupported},
+    MessageSpec{R::kSendRarp, "SEND_RARP", P::kU64, F::kNone, &D::on_send_rarp},
     MessageSpec{R::kNetSetMtu, "NET_SET_MTU", P::kU64, F::kNone, &D::on_net_set_mtu},
     MessageSpec{R::kSetBackendReqFd, "SET_BACKEND_REQ_FD", P::kAny, F::kOne,
                 &D::on_set_backend_req_fd},
@@ -119,6 +121,9 @@ std::string check_message(const MessageSpec& spec, const Message& m) {
       if (size != want) return wrong_size(want);
       break;
     }
+    case P::kLog:
+      if (size != sizeof(LogDescription)) return wrong_size(sizeof(LogDescription));
+      break;
   }
   const std::size_t want_fds = expected_fds(spec, m);
   if (m.fds.size() != want_fds)

@@ -16,6 +16,7 @@ enum class PayloadRule : std::uint8_t {
   kVringState,    // struct VringState
   kVringAddress,  // struct VringAddress
   kMemoryTable,   // MemoryTableHeader + nregions * MemoryRegionDesc
+  kLog,           // struct LogDescription
 };
 
 enum class FdRule : std::uint8_t {
@@ -30,6 +31,7 @@ enum class FdRule : std::uint8_t {
 // even refused, they are answered, or the frontend would block forever.
 inline constexpr std::uint32_t kReplyNone = 0;
 inline constexpr std::uint32_t kReplySameSizeAsRequest = 0xffffffff;
+inline constexpr std::uint32_t kReplyEmpty = 0xfffffffe;  // a header without payload (SET_LOG_BASE)
 
 struct MessageSpec {
   Request request;

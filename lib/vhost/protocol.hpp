@@ -103,6 +103,13 @@ struct VringAddress {
 };
 static_assert(sizeof(VringAddress) == 40);
 
+// SET_LOG_BASE with LOG_SHMFD ("Log description").
+struct LogDescription {
+  std::uint64_t mmap_size;
+  std::uint64_t mmap_offset;
+};
+static_assert(sizeof(LogDescription) == 16);
+
 struct MemoryRegionDesc {
   std::uint64_t guest_phys_addr;
   std::uint64_t memory_size;

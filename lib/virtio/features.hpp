@@ -26,6 +26,7 @@ enum class Feature : unsigned {
   kNetGuestAnnounce = 21,
   kNetMq = 22,
   kNotifyOnEmpty = 24,
+  kLogAll = 26,  // VHOST_F_LOG_ALL: the backend marks its writes in the dirty log (migration)
   kAnyLayout = 27,
   kRingIndirectDesc = 28,
   kRingEventIdx = 29,

@@ -159,7 +159,7 @@ int GuestMemory::gpa_to_spans(std::uint64_t gpa, std::uint32_t len, HostSpan* ou
     const std::uint64_t off = gpa - r->guest_phys_addr;
     const std::uint64_t avail = r->size - off;
     const auto take = static_cast<std::uint32_t>(avail < len ? avail : len);
-    out[n++] = HostSpan{r->host + off, take};
+    out[n++] = HostSpan{r->host + off, take, gpa};
     gpa += take;
     len -= take;
   }

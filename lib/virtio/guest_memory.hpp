@@ -29,6 +29,7 @@ struct MemoryRegionSpec {
 struct HostSpan {
   std::uint8_t* data = nullptr;
   std::uint32_t len = 0;
+  std::uint64_t gpa = 0;  // the guest physical address of data (what the dirty log marks)
 };
 
 class GuestMemory {

@@ -26,6 +26,7 @@ enum class QueueError : std::uint8_t {
   kTooManyDescriptors,     // a chain holds more than kMaxChainDescriptors buffers
   kEmptyChain,             // a chain without a single byte to read or write
   kMemoryTruncated,        // the guest memory's file was cut short under its mapping
+  kLogOutOfRange,  // a write to log lies beyond the dirty log (or the used ring's log address)
   kCount
 };
 
@@ -69,6 +70,8 @@ constexpr const char* to_string(QueueError e) {
       return "empty_chain";
     case QueueError::kMemoryTruncated:
       return "memory_truncated";
+    case QueueError::kLogOutOfRange:
+      return "log_out_of_range";
     case QueueError::kCount:
       break;
   }

@@ -41,6 +41,22 @@ QueueError SplitQueue::attach(std::shared_ptr<const GuestMemory> memory, const C
     error_ = QueueError::kRingMisaligned;
     return error_;
   }
+  log_ = c.log;
+  log_used_ = c.log != nullptr && c.log_used;
+  used_log_gpa_ = c.used_log_gpa;
+  // The whole used ring must lie inside the log (vhost-user.rst: the bit of
+  // its last byte falls within the log's size), checked once here so that
+  // marking it later cannot fail.
+  if (log_used_) {
+    const std::uint64_t bytes = used_ring_bytes(c.size);
+    const std::uint64_t last = c.used_log_gpa + bytes - 1;
+    if (last < c.used_log_gpa || ((last >> DirtyLog::kPageShift) >> 3) >= c.log->size()) {
+      log_.reset();
+      log_used_ = false;
+      error_ = QueueError::kLogOutOfRange;
+      return error_;
+    }
+  }
   memory_ = std::move(memory);
   desc_ = desc;
   avail_ = avail;
@@ -62,6 +78,8 @@ QueueError SplitQueue::attach(std::shared_ptr<const GuestMemory> memory, const C
 
 void SplitQueue::detach() noexcept {
   memory_.reset();
+  log_.reset();
+  log_used_ = false;
   desc_ = avail_ = used_ = nullptr;
   size_ = 0;
   staged_ = 0;
@@ -196,9 +214,37 @@ void SplitQueue::add_used(std::uint16_t head, std::uint32_t len) noexcept {
   ++staged_;
 }
 
+bool SplitQueue::log_writes(const DescriptorChain& chain, std::uint32_t bytes) noexcept {
+  if (log_ == nullptr) return true;
+  for (const HostSpan& s : chain.writable) {
+    if (bytes == 0) break;
+    const std::uint32_t take = s.len < bytes ? s.len : bytes;
+    if (!log_->mark(s.gpa, take)) return fail(QueueError::kLogOutOfRange);
+    bytes -= take;
+  }
+  return true;
+}
+
+void SplitQueue::log_used(std::size_t offset, std::size_t len) const noexcept {
+  // In bounds by the check in attach(): offset + len <= used_ring_bytes.
+  if (log_used_) log_->mark(used_log_gpa_ + offset, len);
+}
+
+void SplitQueue::log_published(std::uint16_t from, std::uint16_t count) const noexcept {
+  // The elements may wrap around the end of the ring: at most two ranges.
+  const std::uint32_t first = from & (size_ - 1);
+  const std::uint32_t head = first + count <= size_ ? count : size_ - first;
+  log_used(kRingOffset + 8u * first, 8u * head);
+  if (head < count) log_used(kRingOffset, 8u * (count - head));
+  log_used(kIdxOffset, 2);
+}
+
 void SplitQueue::publish_used() noexcept {
   if (staged_ == 0 || !attached()) return;
   field16(used_, kIdxOffset).store(used_idx_, std::memory_order_release);
+  // Marked after the stores they stand for (DirtyLog::mark orders them).
+  if (log_used_) [[unlikely]]
+    log_published(static_cast<std::uint16_t>(used_idx_ - staged_), staged_);
   staged_ = 0;
   published_unsignalled_ = true;
 }
@@ -227,10 +273,12 @@ bool SplitQueue::enable_notifications() noexcept {
   if (!usable()) return false;
   if (event_idx_) {
     field16(used_, kRingOffset + 8u * size_).store(last_avail_idx_, std::memory_order_relaxed);
+    log_used(kRingOffset + 8u * size_, 2);
   } else {
     auto flags = field16(used_, kFlagsOffset);
     flags.store(flags.load(std::memory_order_relaxed) & ~kUsedFlagNoNotify,
                 std::memory_order_relaxed);
+    log_used(kFlagsOffset, 2);
   }
   // Full fence: the driver must see kicks are wanted before we look at
   // avail->idx again; otherwise a chain added in between is never kicked.
@@ -242,6 +290,7 @@ void SplitQueue::disable_notifications() noexcept {
   if (!usable() || event_idx_) return;  // with EVENT_IDX the stale avail_event suppresses kicks
   auto flags = field16(used_, kFlagsOffset);
   flags.store(flags.load(std::memory_order_relaxed) | kUsedFlagNoNotify, std::memory_order_relaxed);
+  log_used(kFlagsOffset, 2);
 }
 
 }  // namespace xdpvhost::virtio

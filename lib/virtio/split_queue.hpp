@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "virtio/descriptor_chain.hpp"
+#include "virtio/dirty_log.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/queue_error.hpp"
 #include "virtio/split_ring_layout.hpp"
@@ -29,6 +30,13 @@ class SplitQueue {
     std::uint64_t used_uva = 0;
     std::uint16_t last_avail_idx = 0;  // SET_VRING_BASE
     bool event_idx = false;
+    // Dirty logging (live migration): set while the frontend acked LOG_ALL
+    // and gave a log; every write into guest memory is then marked in it.
+    std::shared_ptr<const DirtyLog> log;
+    // VHOST_VRING_F_LOG: writes to the used ring are marked too, at
+    // used_log_gpa (the guest physical address of the used ring).
+    bool log_used = false;
+    std::uint64_t used_log_gpa = 0;
   };
 
   // What a chain is allowed to hold.
@@ -74,6 +82,13 @@ class SplitQueue {
   // Gives the last `count` popped chains back to the driver's ring, unused.
   void unpop(std::uint16_t count) noexcept { last_avail_idx_ -= count; }
 
+  // Dirty logging is on for this ring (one predictable branch to test).
+  bool logging() const noexcept { return log_ != nullptr; }
+  // Marks the first `bytes` of the chain's writable buffers dirty (the
+  // caller wrote them). False, and the queue broken, if the log cannot
+  // hold them.
+  bool log_writes(const DescriptorChain& chain, std::uint32_t bytes) noexcept;
+
   // Writes a used element; the driver sees it at publish_used().
   void add_used(std::uint16_t head, std::uint32_t len) noexcept;
   std::uint16_t staged_used() const noexcept { return staged_; }
@@ -99,6 +114,10 @@ class SplitQueue {
             std::uint32_t max_bytes) noexcept;
   bool add_buffer(const Descriptor& d, DescriptorChain& out, Direction direction) noexcept;
   std::uint16_t load_avail_idx() const noexcept;
+  // Marks [offset, offset + len) of the used ring dirty, if its writes are logged.
+  void log_used(std::size_t offset, std::size_t len) const noexcept;
+  // Marks the used elements staged since the last publish and used->idx.
+  void log_published(std::uint16_t from, std::uint16_t count) const noexcept;
 
   std::shared_ptr<const GuestMemory> memory_;
   std::uint8_t* desc_ = nullptr;
@@ -107,6 +126,9 @@ class SplitQueue {
   std::uint32_t size_ = 0;
   bool event_idx_ = false;
   QueueError error_ = QueueError::kNone;
+  std::shared_ptr<const DirtyLog> log_;
+  bool log_used_ = false;
+  std::uint64_t used_log_gpa_ = 0;
 
   std::uint16_t last_avail_idx_ = 0;  // next avail entry to pop
   std::uint16_t avail_idx_ = 0;       // last avail->idx read

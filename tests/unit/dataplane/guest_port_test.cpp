@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "dataplane/forwarder.hpp"
+#include "virtio/dirty_log.hpp"
 #include "net_test_guest.hpp"
 
 namespace xdpvhost::dataplane {
@@ -497,6 +498,95 @@ TEST_F(GuestPortTest, FrameForAPortWithoutRunningQueuesIsNotReady) {
   round();
   EXPECT_EQ(b->drops(DropReason::kPortNotReady), 1u);
 }
+
+// ---- live migration: dirty logging and SEND_RARP ---------------------------
+
+namespace migration {
+
+constexpr std::uint64_t kPage = virtio::DirtyLog::kPageSize;
+constexpr std::uint64_t kUsedLog = 0x2000000;  // where b's used ring is logged
+
+struct LoggedRxTest : GuestPortTest {
+  std::vector<std::uint8_t> bits = std::vector<std::uint8_t>(2048, 0);  // 64 MiB
+  std::shared_ptr<const virtio::DirtyLog> log = virtio::DirtyLog::wrap(bits.data(), bits.size());
+  // b's receive queue again, now logging (as the device hands it over with LOG_ALL).
+  void log_b_rx(std::shared_ptr<const virtio::DirtyLog> l) {
+    auto s = b->guest.start(0);
+    s.ring.log = std::move(l);
+    s.ring.log_used = true;
+    s.ring.used_log_gpa = kUsedLog;
+    b->port.start_queue(std::move(s));
+  }
+  std::vector<std::uint64_t> marked() const {
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t p = 0; p < bits.size() * 8; ++p)
+      if (log->is_marked(p)) out.push_back(p);
+    return out;
+  }
+};
+
+TEST_F(LoggedRxTest, AFrameWrittenWhileLoggingMarksItsBufferAndTheUsedRing) {
+  build();
+  log_b_rx(log);
+  b->guest.post_rx(1, 2048);
+  const std::uint64_t buffer = b->guest.rx.desc(0)->addr;
+  std::fill(bits.begin(), bits.end(), 0);
+  auto frame = test::udp_frame(kMacB, kMacA, 1000);
+  a->guest.send(frame);
+  EXPECT_EQ(round(), 1u);
+  ASSERT_EQ(b->guest.received().size(), 1u);
+  const std::uint64_t last = buffer + b->guest.header_size() + frame.size() - 1;
+  std::vector<std::uint64_t> want;
+  for (std::uint64_t p = buffer / kPage; p <= last / kPage; ++p) want.push_back(p);
+  want.push_back(kUsedLog / kPage);
+  EXPECT_EQ(marked(), want) << "the buffer's pages and the used ring's log page, nothing else";
+  // a's rings do not log: its TX used entry marked nothing.
+}
+
+TEST_F(LoggedRxTest, ALogThatCannotHoldTheBufferBreaksTheQueueAndCountsTheFrame) {
+  build();
+  std::vector<std::uint8_t> small(8, 0);  // 256 KiB: the TestRing's memory is above it
+  auto s = b->guest.start(0);
+  s.ring.log = virtio::DirtyLog::wrap(small.data(), small.size());
+  b->port.start_queue(std::move(s));
+  b->guest.post_rx(1, 2048);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 100));
+  round();
+  EXPECT_EQ(b->port.queue_state(0), GuestPort::QueueState::kBroken);
+  EXPECT_EQ(b->port.queue_error(0), virtio::QueueError::kLogOutOfRange);
+  EXPECT_EQ(b->drops(DropReason::kQueueBroken), 1u);
+}
+
+TEST_F(GuestPortTest, AnnounceFloodsARarpFromTheMacToTheOtherGuests) {
+  build();
+  b->guest.post_rx(2);
+  a->port.announce(a->mac);
+  round();
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  const auto& f = got[0].bytes;
+  ASSERT_EQ(f.size(), 60u);
+  EXPECT_TRUE(std::equal(f.begin(), f.begin() + 6, kBroadcast));
+  EXPECT_TRUE(std::equal(f.begin() + 6, f.begin() + 12, kMacA));
+  EXPECT_EQ(f[12], 0x80);
+  EXPECT_EQ(f[13], 0x35);  // RARP
+  EXPECT_EQ(f[21], 0x03);  // reverse request
+  EXPECT_TRUE(std::equal(f.begin() + 22, f.begin() + 28, kMacA));
+  EXPECT_TRUE(std::equal(f.begin() + 32, f.begin() + 38, kMacA));
+  round();
+  EXPECT_TRUE(b->guest.received().empty()) << "one RARP per request";
+}
+
+TEST_F(GuestPortTest, AnAnnounceFromAMacThePortMayNotUseIsDroppedAndCounted) {
+  build();
+  b->guest.post_rx(2);
+  a->port.announce(b->mac);  // a's port security: fixed to kMacA
+  round();
+  EXPECT_TRUE(b->guest.received().empty());
+  EXPECT_EQ(a->drops(DropReason::kSpoofedSource), 1u);
+}
+
+}  // namespace migration
 
 }  // namespace
 }  // namespace xdpvhost::dataplane

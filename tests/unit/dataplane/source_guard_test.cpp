@@ -76,10 +76,44 @@ TEST(SourceGuard, AMacAnotherPortOwnsIsNeverAskedFor) {
   table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
   table.finish(1);
   RecordingLearner learner;
-  SourceGuard g(MacPolicy::kLearnMove, std::nullopt, &learner);
+  SourceGuard g(MacPolicy::kLearn, std::nullopt, &learner);
   EXPECT_FALSE(g.admit(mac(5), &table, &self)) << "port other's MAC is not ours to take";
   EXPECT_TRUE(learner.asked.empty());
   EXPECT_TRUE(g.admit(mac(6), &table, &self));
+}
+
+TEST(SourceGuard, ALearnMovePortAsksForAHandOverAndDropsUntilItIsGranted) {
+  // Live migration on one node: the guest now sends from the port that
+  // owned its MAC before. The control side decides (it grants the MAC only
+  // when the owner's guest stopped); until then the frames are refused.
+  GuestPort other(9, "other", Port::kNoUplinkId, GuestPort::Options{});
+  GuestPort self(10, "self", Port::kNoUplinkId, GuestPort::Options{});
+  SwitchTable table;
+  table.add(SwitchEntry{&other, 9, 0, PortKind::kGuest, Port::kNoUplinkId, mac(5)});
+  table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
+  table.finish(1);
+  RecordingLearner learner;
+  SourceGuard g(MacPolicy::kLearnMove, std::nullopt, &learner);
+  EXPECT_FALSE(g.admit(mac(5), &table, &self)) << "another port's until the hand-over";
+  ASSERT_EQ(learner.asked.size(), 1u);
+  EXPECT_TRUE(g.pending());
+  EXPECT_FALSE(g.admit(mac(5), &table, &self)) << "still pending: refused, not asked again";
+  EXPECT_FALSE(g.admit(mac(6), &table, &self)) << "one request at a time";
+  EXPECT_EQ(learner.asked.size(), 1u);
+  g.learned(mac(5));
+  EXPECT_TRUE(g.admit(mac(5), &table, &self));
+  // Refused: the MAC stays refused, nothing more is asked for it.
+  SourceGuard h(MacPolicy::kLearnMove, std::nullopt, &learner);
+  EXPECT_FALSE(h.admit(mac(5), &table, &self));
+  h.refused(mac(5));
+  EXPECT_FALSE(h.pending());
+  EXPECT_FALSE(h.admit(mac(5), &table, &self));
+  EXPECT_EQ(learner.asked.size(), 2u);
+  // Released (its MAC moved to another port): the port has none, learns anew.
+  g.released();
+  EXPECT_FALSE(g.mac().has_value());
+  EXPECT_TRUE(g.admit(mac(7), &table, &self));
+  EXPECT_EQ(learner.asked.size(), 3u);
 }
 
 TEST(SourceGuard, ARefusedMacStaysRefusedAndAFailedRequestIsAskedAgain) {

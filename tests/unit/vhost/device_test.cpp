@@ -9,7 +9,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <map>
+#include <vector>
 
 #include "vhost/message_table.hpp"
 #include "virtio/features.hpp"
@@ -34,6 +36,11 @@ struct RecordingBackend : DeviceBackend {
     return next_base;
   }
   void set_mtu(std::uint32_t m) override { mtu = m; }
+  std::vector<std::array<std::uint8_t, 6>> announced;
+  bool announce(const std::array<std::uint8_t, 6>& mac) override {
+    announced.push_back(mac);
+    return true;
+  }
 };
 
 Message make(Request r, const void* payload = nullptr, std::uint32_t size = 0) {
@@ -192,7 +199,9 @@ TEST_F(DeviceTest, RefusesFeaturesThatWereNotOffered) {
 }
 
 TEST_F(DeviceTest, RingStartsOnlyWhenFullySetUpAndEnabled) {
-  negotiate(device.offered_features());  // includes PROTOCOL_FEATURES: rings wait for ENABLE
+  // Includes PROTOCOL_FEATURES: rings wait for ENABLE. Not LOG_ALL: QEMU
+  // acks it only while it migrates, after SET_LOG_BASE.
+  negotiate(device.offered_features() & ~virtio::bit(Feature::kLogAll));
   mem_table();
   ring(1);
   EXPECT_EQ(backend.starts, 0) << "not enabled yet";
@@ -400,6 +409,145 @@ TEST_F(DeviceTest, StatusRoundTrips) {
   std::uint64_t v;
   std::memcpy(&v, o.reply.data(), 8);
   EXPECT_EQ(v, std::uint64_t{kStatusDriverOk | kStatusFeaturesOk});
+}
+
+// ---- live migration ------------------------------------------------------
+
+struct LogFile {
+  int fd;
+  explicit LogFile(unsigned flags = MFD_ALLOW_SEALING | MFD_CLOEXEC)
+      : fd(::memfd_create("log", flags)) {
+    if (fd >= 0 && ::ftruncate(fd, 4096) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ~LogFile() {
+    if (fd >= 0) ::close(fd);
+  }
+  Message set_log_base(std::uint64_t size = 4096, std::uint64_t offset = 0) const {
+    LogDescription d{size, offset};
+    Message m = make(Request::kSetLogBase, &d, sizeof d);
+    m.fds.emplace_back(::dup(fd));
+    return m;
+  }
+};
+
+constexpr std::uint64_t kLogAll = virtio::bit(Feature::kLogAll);
+
+TEST_F(DeviceTest, OffersLiveMigration) {
+  const std::uint64_t f = device.offered_features();
+  EXPECT_TRUE(virtio::has(f, Feature::kLogAll));
+  EXPECT_TRUE(virtio::has(f, Feature::kNetGuestAnnounce));
+  const std::uint64_t p = device.offered_protocol_features();
+  EXPECT_TRUE(p & bit(ProtocolFeature::kLogShmfd));
+  EXPECT_TRUE(p & bit(ProtocolFeature::kRarp));
+  // What was offered is accepted back, LOG_ALL included.
+  negotiate(f);
+  ASSERT_TRUE(send(u64(Request::kSetProtocolFeatures, p)).ok);
+}
+
+TEST_F(DeviceTest, SetLogBaseMapsTheLogAndRepliesWithAnEmptyPayload) {
+  LogFile log;
+  ASSERT_GE(log.fd, 0);
+  auto o = send(log.set_log_base(4096, 0));
+  ASSERT_TRUE(o.ok) << o.error;
+  ASSERT_EQ(o.kind, Outcome::Kind::kReply);
+  EXPECT_TRUE(o.reply.empty());
+  ASSERT_NE(device.log(), nullptr);
+  EXPECT_EQ(device.log()->size(), 4096u);
+  EXPECT_FALSE(device.logging()) << "LOG_ALL not acked yet";
+}
+
+TEST_F(DeviceTest, RefusedSetLogBaseIsStillAnsweredEmpty) {
+  LogDescription d{4096, 0};
+  auto o = send(make(Request::kSetLogBase, &d, sizeof d));  // no fd
+  EXPECT_FALSE(o.ok);
+  ASSERT_EQ(o.kind, Outcome::Kind::kReply);
+  EXPECT_TRUE(o.reply.empty());
+  LogFile log;
+  o = send(log.set_log_base(8192, 0));  // larger than the file
+  EXPECT_FALSE(o.ok);
+  ASSERT_EQ(o.kind, Outcome::Kind::kReply);
+  EXPECT_TRUE(o.reply.empty());
+  EXPECT_EQ(device.log(), nullptr);
+}
+
+TEST_F(DeviceTest, LogAllHandsTheLogToRunningRingsAndTheLogFlagTheUsedRingAddress) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(0);
+  ASSERT_EQ(backend.running.count(0), 1u);
+  EXPECT_EQ(backend.running[0].ring.log, nullptr);
+  LogFile log;
+  ASSERT_TRUE(send(log.set_log_base()).ok);
+  EXPECT_EQ(backend.running[0].ring.log, nullptr) << "no logging before LOG_ALL";
+  negotiate(virtio::bit(Feature::kVersion1) | kLogAll);
+  EXPECT_TRUE(device.logging());
+  ASSERT_EQ(backend.running.count(0), 1u);
+  EXPECT_EQ(backend.running[0].ring.log, device.log());
+  EXPECT_FALSE(backend.running[0].ring.log_used);
+  // SET_VRING_ADDR with VHOST_VRING_F_LOG: the used ring is logged at its GPA.
+  VringAddress a{0, VringAddress::kFlagLog, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0x2000};
+  ASSERT_TRUE(send(make(Request::kSetVringAddr, &a, sizeof a)).ok);
+  ASSERT_EQ(backend.running.count(0), 1u);
+  EXPECT_TRUE(backend.running[0].ring.log_used);
+  EXPECT_EQ(backend.running[0].ring.used_log_gpa, 0x2000u);
+  // Logging off (migration done or cancelled): the rings run without the log.
+  negotiate(virtio::bit(Feature::kVersion1));
+  EXPECT_FALSE(device.logging());
+  EXPECT_EQ(device.log(), nullptr);
+  ASSERT_EQ(backend.running.count(0), 1u);
+  EXPECT_EQ(backend.running[0].ring.log, nullptr);
+}
+
+TEST_F(DeviceTest, WithLogAllButNoUsableLogRingsStayStopped) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(0);
+  negotiate(virtio::bit(Feature::kVersion1) | kLogAll);
+  EXPECT_EQ(backend.running.count(0), 0u) << "a write now would go unlogged";
+  LogFile unsealable(MFD_CLOEXEC);  // cannot be sealed against shrinking
+  ASSERT_GE(unsealable.fd, 0);
+  EXPECT_FALSE(send(unsealable.set_log_base()).ok);
+  EXPECT_EQ(backend.running.count(0), 0u);
+  LogFile log;
+  ASSERT_TRUE(send(log.set_log_base()).ok);
+  ASSERT_EQ(backend.running.count(0), 1u);
+  EXPECT_EQ(backend.running[0].ring.log, device.log());
+}
+
+TEST_F(DeviceTest, ANewLogWhileLoggingReplacesTheOldOneOnRunningRings) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(1);
+  LogFile first, second;
+  ASSERT_TRUE(send(first.set_log_base()).ok);
+  negotiate(virtio::bit(Feature::kVersion1) | kLogAll);
+  const auto old = device.log();
+  ASSERT_TRUE(send(second.set_log_base(2048, 1024)).ok);
+  EXPECT_NE(device.log(), old);
+  EXPECT_EQ(backend.running[1].ring.log, device.log());
+  EXPECT_EQ(device.log()->size(), 2048u);
+}
+
+TEST_F(DeviceTest, UnknownVringAddressFlagsAreRefused) {
+  VringAddress a{0, 2, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0};
+  EXPECT_FALSE(send(make(Request::kSetVringAddr, &a, sizeof a)).ok);
+}
+
+TEST_F(DeviceTest, SendRarpAnnouncesTheGuestsMac) {
+  const std::uint8_t mac[8] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0, 0};
+  auto o = send(make(Request::kSendRarp, mac, 8));
+  ASSERT_TRUE(o.ok) << o.error;
+  ASSERT_EQ(backend.announced.size(), 1u);
+  EXPECT_EQ(backend.announced[0],
+            (std::array<std::uint8_t, 6>{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}));
+  EXPECT_EQ(device.rarps_sent(), 1u);
+  const std::uint8_t group[8] = {0x01, 0x00, 0x5e, 0, 0, 1, 0, 0};
+  EXPECT_FALSE(send(make(Request::kSendRarp, group, 8)).ok);
+  EXPECT_FALSE(send(make(Request::kSendRarp, mac, 6)).ok) << "payload is a u64";
+  EXPECT_EQ(backend.announced.size(), 1u);
 }
 
 }  // namespace
