@@ -377,9 +377,9 @@ TEST_F(FdLeaks, TwoHundredBadMessagesLeakNoFd) {
         ack = ch.send_raw_await_ack(R(Request::kSetVringErr), resized(u64(1), 4),
                                     std::vector<int>{add(make_eventfd())});
         break;
-      case 6:
-        ack =
-            ch.send_raw_await_ack(R(Request::kSetLogFd), {}, std::vector<int>{add(make_eventfd())});
+      case 6:  // SET_LOG_FD takes one eventfd (live migration): two are refused
+        ack = ch.send_raw_await_ack(R(Request::kSetLogFd), {},
+                                    std::vector<int>{add(make_eventfd()), add(make_eventfd())});
         break;
       case 7:
         ack = ch.send_raw_await_ack(R(Request::kSetBackendReqFd), {},
