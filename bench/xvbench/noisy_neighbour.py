@@ -52,8 +52,7 @@ class HostileGuest:
     def stop(self):
         """Ends the attack (stdin closed) and returns the tool's report."""
         try:
-            self.proc.stdin.close()
-            out, _ = self.proc.communicate(timeout=10)
+            out, _ = self.proc.communicate(timeout=10)  # closes stdin: the tool ends its attack
         except subprocess.TimeoutExpired:
             self.kill()
             raise ToolError(f"xvb-hostile-guest did not stop; see {self.log_path}") from None
