@@ -102,6 +102,7 @@ def noisy_neighbour(ctx, sut, attack, size, pairs, seconds, period_us):
                     report = hostile.stop() if hostile else None
                 e1 = evil_counters(sut)
                 windows.append({"pair": p, "side": side, "pps": res["pps"], "offered_pps": res["offered_pps"],
+                                "backend_ns_per_packet": res["ns_per_packet"].get("backend"),
                                 "cpu": res["cpu"], "window_s": res["window_s"],
                                 "hostile": report, "evil_port": scenarios.counter_delta(e0, e1),
                                 "evil_state": sut.daemon.port_state(EVIL_PORT)})
@@ -110,11 +111,17 @@ def noisy_neighbour(ctx, sut, attack, size, pairs, seconds, period_us):
             sut.daemon.call("port.remove", name=EVIL_PORT)
         except Exception:  # noqa: BLE001 - the slot's teardown stops the daemon anyway
             pass
-    ratios = []
+    ratios, cost_ratios = [], []
     for p in range(pairs):
         w = {x["side"]: x["pps"] for x in windows if x["pair"] == p}
         if w.get("without"):
             ratios.append(w["with"] / w["without"])
+        # The backend's CPU per well-behaved packet: what the attack costs
+        # the service thread even when the guest, not the thread, limits
+        # the rate (a busy machine).
+        c = {x["side"]: x["backend_ns_per_packet"] for x in windows if x["pair"] == p}
+        if c.get("without") and c.get("with"):
+            cost_ratios.append(c["with"] / c["without"])
     without = [x["pps"] for x in windows if x["side"] == "without"]
     with_ = [x["pps"] for x in windows if x["side"] == "with"]
     ratio = statistics.median(ratios) if ratios else None
@@ -122,4 +129,8 @@ def noisy_neighbour(ctx, sut, attack, size, pairs, seconds, period_us):
             "pps_without": round(statistics.median(without)) if without else None,
             "pps_with": round(statistics.median(with_)) if with_ else None,
             "ratio": round(ratio, 4) if ratio is not None else None,
-            "pair_ratios": [round(r, 4) for r in ratios], "windows": windows}
+            "pair_ratios": [round(r, 4) for r in ratios],
+            "backend_ns_per_packet_ratio": round(statistics.median(cost_ratios), 4) if cost_ratios else None,
+            "backend_cost_pair_ratios": [round(r, 4) for r in cost_ratios],
+            "guest_limited": all(x["offered_pps"] and x["pps"] >= 0.97 * x["offered_pps"] for x in windows),
+            "windows": windows}
