@@ -117,8 +117,8 @@ def noisy_neighbour(ctx, sut, attack, size, pairs, seconds, period_us):
         if w.get("without"):
             ratios.append(w["with"] / w["without"])
         # The backend's CPU per well-behaved packet: what the attack costs
-        # the service thread even when the guest, not the thread, limits
-        # the rate (a busy machine).
+        # the service thread, also where the machine's other load rather
+        # than the thread's work sets how much CPU the thread gets.
         c = {x["side"]: x["backend_ns_per_packet"] for x in windows if x["pair"] == p}
         if c.get("without") and c.get("with"):
             cost_ratios.append(c["with"] / c["without"])
@@ -132,5 +132,4 @@ def noisy_neighbour(ctx, sut, attack, size, pairs, seconds, period_us):
             "pair_ratios": [round(r, 4) for r in ratios],
             "backend_ns_per_packet_ratio": round(statistics.median(cost_ratios), 4) if cost_ratios else None,
             "backend_cost_pair_ratios": [round(r, 4) for r in cost_ratios],
-            "guest_limited": all(x["offered_pps"] and x["pps"] >= 0.97 * x["offered_pps"] for x in windows),
             "windows": windows}

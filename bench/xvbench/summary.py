@@ -154,8 +154,7 @@ def one_line(scen, res):
         return (f"{res['attack']}: {fmt_pps(res['pps_without'] or 0)}pps without, "
                 f"{fmt_pps(res['pps_with'] or 0)}pps with the hostile guest, ratio "
                 f"{fmt_ratio(res['ratio'], len(res['pair_ratios']))}, backend ns/packet "
-                f"{fmt_ratio(res.get('backend_ns_per_packet_ratio'))}"
-                + (" (guest-limited)" if res.get("guest_limited") else ""))
+                f"{fmt_ratio(res.get('backend_ns_per_packet_ratio'))}")
     if scen in ("guest_to_outside",) or (scen == "sweep_signal_batch" and "pps" in res and "offered_pps" in res
                                          and "trials" not in res and "window_s" in res):
         return (f"{fmt_pps(res['pps'])}pps, backend {fmt_ns(dig(res, 'ns_per_packet', 'backend') or 0)}/pkt, "
@@ -313,9 +312,9 @@ def noisy_neighbour_table(records):
            "the same service thread, over its rate without (windows alternating; ratio = median of "
            "per-pair ratios). Target: ≥ 0.90 (a hostile guest costs < 10 %).", "",
            "Backend ns/packet: the backend's CPU per well-behaved packet, with / without (what the attack "
-           "costs the service thread when the guest, not the thread, limits the rate).", "",
+           "costs the service thread, also when other load sets how much CPU the thread gets).", "",
            "| attack | without | with | with / without | pairs | backend ns/packet with / without | "
-           "guest-limited windows | target |", "|---|---|---|---|---|---|---|---|"]
+           "target |", "|---|---|---|---|---|---|---|"]
     attacks = []
     for r in recs:
         a = r["params"].get("attack")
@@ -325,17 +324,16 @@ def noisy_neighbour_table(records):
         mine = [r for r in recs if r["params"].get("attack") == a]
         ok = [r["result"] for r in mine if r["status"] == "ok"]
         if not ok:
-            out.append(f"| {a} | {mine[0]['status']} | | | | |")
+            out.append(f"| {a} | {mine[0]['status']} | | | | | |")
             continue
         ratios = [x for res in ok for x in res["pair_ratios"]]
         wo = median([w["pps"] for res in ok for w in res["windows"] if w["side"] == "without"])
         wi = median([w["pps"] for res in ok for w in res["windows"] if w["side"] == "with"])
         ratio = median(ratios)
         cost = median([x for res in ok for x in res.get("backend_cost_pair_ratios", [])])
-        limited = sum(1 for res in ok if res.get("guest_limited"))
         verdict = "–" if ratio is None else ("met" if ratio >= 0.9 else "not met")
         out.append(f"| {a} | {fmt_pps(wo)}pps | {fmt_pps(wi)}pps | {fmt_ratio(ratio)} | {len(ratios)} | "
-                   f"{fmt_ratio(cost)} | {limited} of {len(ok)} records | {verdict} |")
+                   f"{fmt_ratio(cost)} | {verdict} |")
     return out + [""]
 
 
