@@ -5,6 +5,9 @@
 #   fuzz    -> build-fuzz/  clang, everything instrumented for libFuzzer with ASan + UBSan,
 #                           the libFuzzer targets of tests/fuzz (target `fuzzers`) and the
 #                           unit tests; `ctest -L fuzz` runs each fuzzer for a bounded time
+#                           (CI builds only the target `fuzzers`: scripts/test.sh)
+# XDPVHOST_BUILD_DIR=DIR builds the flavour in DIR instead (e.g. a second fuzz
+# tree while the first one is busy with long runs).
 # All treat warnings as errors (XDPVHOST_WERROR); a plain
 # `cmake -DCMAKE_BUILD_TYPE=Release` build does not.
 set -eu
@@ -18,6 +21,7 @@ case "$flavour" in
         export CC=clang CXX=clang++ ;;
   *) echo "usage: $0 [release|asan|fuzz] [targets...]" >&2; exit 2 ;;
 esac
+dir=${XDPVHOST_BUILD_DIR:-$dir}
 # Configured every time (cheap): a tree made by an older script gets the
 # current options.
 # shellcheck disable=SC2086

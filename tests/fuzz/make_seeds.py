@@ -93,7 +93,8 @@ class Messages:
     def __init__(self, setup=0):
         self.out = bytearray([setup])
 
-    def msg(self, dev, request, payload=b"", need_reply=False, fds=(), flags_byte=None, lie=None):
+    def msg(self, dev, request, payload=b"", need_reply=False, fds=(), flags_byte=None, lie=None,
+            as_sent=False):
         fl = 0x08 if need_reply else 0
         if flags_byte is not None:
             fl = flags_byte
@@ -109,6 +110,8 @@ class Messages:
             self.out += u16(lie)
         count = len(fds)
         spec = count if count < 8 else 0x80 | (count - 8)
+        if as_sent:
+            spec |= 0x40  # the memory table as it is, not fitted to its memfds
         self.out += bytes([spec])
         for f in fds:
             if f[0] == "event":
@@ -261,6 +264,21 @@ def vhost_seeds():
     m.msg(0, SET_VRING_KICK, u64(1), fds=[EV]).datapath(0, 0x202, u16(1))
     m.msg(0, RESET_OWNER).msg(0, RESET_DEVICE).msg(0, SET_OWNER)
     seeds["two_regions_and_resets"] = m.out
+
+    # A region twice as large as its memfd, sent as it is (once SIGBUS in the
+    # datapath; refused now), then the rings in the part the fd does not back
+    # and a kick: device 1 keeps switching meanwhile.
+    m = Messages()
+    qemu_setup(m, 1, LINUX, guest_image(2, 1))
+    img = Image(0x10000)
+    m.msg(0, GET_PROTOCOL_FEATURES).msg(0, SET_PROTOCOL_FEATURES, u64(PF_REPLY_ACK))
+    m.msg(0, SET_OWNER).msg(0, SET_FEATURES, u64(F_VERSION_1))
+    m.msg(0, SET_MEM_TABLE, mem_table([(0, 0x20000, UVA, 0)]), need_reply=True,
+          fds=[("mem", 16, img.bytes())], as_sent=True)
+    m.msg(0, SET_VRING_NUM, vring_state(1, 8)).msg(0, SET_VRING_BASE, vring_state(1, 0))
+    m.msg(0, SET_VRING_ADDR, vring_addr(1, 0x18000, 0x19000, 0x1a000, base=UVA))
+    m.msg(0, SET_VRING_KICK, u64(1), fds=[EV]).datapath(0).datapath(1)
+    seeds["region_beyond_its_memfd"] = m.out
     return seeds
 
 

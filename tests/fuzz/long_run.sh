@@ -1,0 +1,41 @@
+#!/bin/sh
+# Long offline fuzz runs, one target at a time (the figures in README.md).
+# Usage: tests/fuzz/long_run.sh [BUILD_DIR] TARGET:MAX_SECONDS ...
+# Each target runs under nice -n 19 with ASan + UBSan (the fuzz tree, see
+# scripts/build.sh fuzz) until 10 M executions or MAX_SECONDS, whichever comes
+# first, from the committed seeds into BUILD_DIR/tests/fuzz/long/<target>
+# (kept between runs); the libFuzzer log goes to <target>.log next to it, and
+# one summary line per target to summary.txt: executions, exec/s, seconds,
+# coverage, and the finding (none, or the crash/leak/timeout file).
+set -u
+cd "$(dirname "$0")/../.."
+build=build-fuzz
+case "${1:-}" in *:*) ;; ?*) build=$1; shift ;; esac
+out=$build/tests/fuzz/long
+mkdir -p "$out"
+src=tests/fuzz
+for spec in "$@"; do
+  target=${spec%%:*}
+  seconds=${spec#*:}
+  bin=$build/tests/fuzz/${target}_fuzzer
+  [ -x "$bin" ] || { echo "$bin missing: scripts/build.sh fuzz fuzzers" >&2; exit 2; }
+  case "$target" in
+    control_protocol|control_api) args="-dict=$src/json.dict -max_len=1024" ;;
+    config_loader) args="-dict=$src/json.dict" ;;
+    http_request) args="-dict=$src/http.dict" ;;
+    *) args="" ;;
+  esac
+  mkdir -p "$out/$target"
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 nice -n 19 "$bin" -runs=10000000 \
+    -max_total_time="$seconds" -timeout=25 -print_final_stats=1 $args \
+    -artifact_prefix="$out/$target-" "$out/$target" "$src/corpus/$target" > "$out/$target.log" 2>&1
+  rc=$?
+  end=$(date +%s)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$target.log" | tail -1)
+  cov=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$out/$target.log" | sed 's/.*cov: \([0-9]*\).*/\1/' | tail -1)
+  finding=$(ls "$out/$target"-* 2>/dev/null | head -1)
+  rate=$(( ${execs:-0} / ( end - start > 0 ? end - start : 1 ) ))
+  echo "$target executions=${execs:-?} seconds=$(( end - start )) exec_per_s=$rate cov=${cov:-?} exit=$rc finding=${finding:-none} at=$(date -u +%FT%TZ)" | tee -a "$out/summary.txt"
+done
