@@ -194,6 +194,22 @@ class BareAfXdp(Backend):
         return {"port0": self.console.port_stats(0)}
 
 
+def xdpvhostd_config(ctx, ports, control_dir, uplink_if=UPLINK_IF):
+    """The daemon's config in every bench run: uplink up0 on the veth, one
+    service thread on the backend CPU, server-mode ports (name, socket, MAC)
+    behind the uplink, the control socket in control_dir, no metrics."""
+    return {
+        "uplinks": [{"name": "up0", "interface": uplink_if, "queues": [0], "bind": "auto"}],
+        "ports": [{"name": name, "socket": sock, "mode": "server", "mac": mac, "uplink": "up0"}
+                  for name, sock, mac in ports],
+        "tunables": dict(ctx.cfg.xdpvhostd_tunables),
+        "threads": {"count": 1, "cpus": [ctx.cfg.backend_cpu]},
+        "control": {"socket": os.path.join(control_dir, "control.sock")},
+        "metrics": {"listen": ""},
+        "log": {"level": "info"},
+    }
+
+
 class XdpvhostdBackend(Backend):
     name = "xdpvhostd"
     description = "xdpvhostd: uplink on the veth (AF_XDP), guest on a vhost-user port"
@@ -204,17 +220,7 @@ class XdpvhostdBackend(Backend):
         self.daemon = None
 
     def config(self):
-        t = self.ctx.cfg.xdpvhostd_tunables
-        return {
-            "uplinks": [{"name": "up0", "interface": UPLINK_IF, "queues": [0], "bind": "auto"}],
-            "ports": [{"name": "vm1", "socket": self.socket_path, "mode": "server", "mac": GUEST_MAC,
-                       "uplink": "up0"}],
-            "tunables": dict(t),
-            "threads": {"count": 1, "cpus": [self.ctx.cfg.backend_cpu]},
-            "control": {"socket": os.path.join(self.ctx.workdir, "control.sock")},
-            "metrics": {"listen": ""},
-            "log": {"level": "info"},
-        }
+        return xdpvhostd_config(self.ctx, [("vm1", self.socket_path, GUEST_MAC)], self.ctx.workdir)
 
     def start(self):
         binary = self.ctx.xdpvhostd

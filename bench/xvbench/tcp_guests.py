@@ -58,7 +58,7 @@ from xvtest.testpmd import eal_args, vhost_vdev
 from xvtest.testpmd_console import TestpmdConsole
 from xvtest.waiting import wait_until
 
-from . import cpu_account, launch, records
+from . import backends, cpu_account, launch, records
 
 SCENARIOS = ("tcp_guest_to_outside", "tcp_outside_to_guest", "tcp_vm_to_vm")
 BACKENDS = ("tap", "xdpvhostd", "dpdk", "tap-seg")
@@ -363,16 +363,8 @@ class XdpvhostdTcp(TcpBackend):
         self.daemon = None
 
     def config(self):
-        return {
-            "uplinks": [{"name": "up0", "interface": UPLINK_IF, "queues": [0], "bind": "auto"}],
-            "ports": [{"name": f"vm{i + 1}", "socket": self.socket_path(i), "mode": "server",
-                       "mac": VM_MACS[i], "uplink": "up0"} for i in range(self.guests_needed)],
-            "tunables": dict(self.ctx.cfg.xdpvhostd_tunables),
-            "threads": {"count": 1, "cpus": [self.ctx.cfg.backend_cpu]},
-            "control": {"socket": os.path.join(self.workdir, "control.sock")},
-            "metrics": {"listen": ""},
-            "log": {"level": "info"},
-        }
+        ports = [(f"vm{i + 1}", self.socket_path(i), VM_MACS[i]) for i in range(self.guests_needed)]
+        return backends.xdpvhostd_config(self.ctx, ports, self.workdir, UPLINK_IF)
 
     def start(self):
         binary = self.ctx.xdpvhostd

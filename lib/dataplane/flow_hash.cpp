@@ -1,15 +1,17 @@
 #include "dataplane/flow_hash.hpp"
 
+#include "net/byte_order.hpp"
+#include "net/ethernet.hpp"
 #include "net/packet_headers.hpp"
 
 namespace xdpvhost::dataplane {
 
 namespace {
 
-constexpr std::uint16_t kEtherTypeIpv4 = 0x0800;
-constexpr std::uint16_t kEtherTypeIpv6 = 0x86dd;
-constexpr std::uint16_t kEtherTypeVlan = 0x8100;
-constexpr std::uint16_t kEtherTypeQinQ = 0x88a8;
+using net::kEtherTypeIpv4;
+using net::kEtherTypeIpv6;
+using net::kEtherTypeQinQ;
+using net::kEtherTypeVlan;
 constexpr std::uint8_t kIpProtoSctp = 132;
 
 // Ethernet + one tag + IPv6 header + the ports: all a hash reads.
@@ -36,10 +38,6 @@ class Fnv {
   std::uint32_t h_ = 2166136261u;
 };
 
-std::uint16_t be16(const std::uint8_t* p) noexcept {
-  return static_cast<std::uint16_t>(p[0] << 8 | p[1]);
-}
-
 bool has_ports(std::uint8_t protocol) noexcept {
   return protocol == net::kIpProtoTcp || protocol == net::kIpProtoUdp || protocol == kIpProtoSctp;
 }
@@ -52,15 +50,15 @@ std::uint32_t flow_hash(const Frame& frame) noexcept {
   const std::uint32_t n = gather(frame, 0, b, kHashBytes);
   Fnv h;
   std::uint32_t l3 = net::kEthernetHeader;
-  std::uint16_t type = be16(b + 12);
+  std::uint16_t type = net::load_be16(b + 12);
   if ((type == kEtherTypeVlan || type == kEtherTypeQinQ) && n >= l3 + 4) {
-    type = be16(b + 16);
+    type = net::load_be16(b + 16);
     l3 += 4;
   }
   if (type == kEtherTypeIpv4 && n >= l3 + net::kIpv4MinHeader && (b[l3] >> 4) == 4) {
     const std::uint32_t ihl = (b[l3] & 0x0fu) * 4u;
     const std::uint8_t protocol = b[l3 + 9];
-    const bool fragment = (be16(b + l3 + 6) & 0x3fffu) != 0;  // MF or an offset
+    const bool fragment = (net::load_be16(b + l3 + 6) & 0x3fffu) != 0;  // MF or an offset
     h.mix(&protocol, 1);
     h.mix(b + l3 + 12, 8);  // source and destination address
     if (!fragment && has_ports(protocol) && ihl >= net::kIpv4MinHeader) {

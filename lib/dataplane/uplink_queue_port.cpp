@@ -8,6 +8,8 @@
 
 #include "dataplane/forwarder.hpp"
 #include "dataplane/guest_port.hpp"
+#include "net/byte_order.hpp"
+#include "net/ethernet.hpp"
 #include "net/gso_segmenter.hpp"
 
 namespace xdpvhost::dataplane {
@@ -271,9 +273,9 @@ bool UplinkQueuePort::coalescable(const Frame& frame, const Forwarder& forwarder
   // A guest on this thread (mailbox slots hold one MTU frame, not 64 KiB)
   // that takes TSO for the frame's IP version; untagged IPv4/IPv6 only.
   if (to == nullptr || to->thread != forwarder.thread()) return false;
-  const std::uint16_t ethertype = static_cast<std::uint16_t>(frame.eth[12] << 8 | frame.eth[13]);
-  if (ethertype != 0x0800 && ethertype != 0x86dd) return false;
-  return static_cast<const GuestPort*>(to->port)->takes_tso(ethertype == 0x86dd);
+  const std::uint16_t ethertype = net::load_be16(frame.eth + 12);
+  if (ethertype != net::kEtherTypeIpv4 && ethertype != net::kEtherTypeIpv6) return false;
+  return static_cast<const GuestPort*>(to->port)->takes_tso(ethertype == net::kEtherTypeIpv6);
 }
 
 void UplinkQueuePort::forward_gro(Forwarder& forwarder, const net::GroFrame& f) {

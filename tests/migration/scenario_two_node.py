@@ -58,6 +58,28 @@ def stop_guest_program(net: Network):
                 " s.sendall(b'stop\\n'); s.close()", GUEST_IP, str(STOP_PORT), check=False)
 
 
+def check_guest_after_resume(r, net, src, dst) -> bool:
+    """Stops the guest's program and checks what it reported: its own ping
+    lost nothing after resume, its kernel log has no virtio / ring / fault
+    message. False if the guest did not report (the check says why)."""
+    stop_guest_program(net)
+    try:
+        kl = dst.wait_result("klog", 60)
+    except GuestError as e:
+        r.check("guest reported its kernel log", False, str(e)[:500])
+        return False
+    gp = after_resume(src.lines(), dst.lines())
+    r.figure("guest_ping", gp)
+    r.check("guest's own ping: nothing lost after resume (at most the request in flight at the pause)",
+            gp["replies_after"] > 0 and gp["missing_after_count"] <= 1,
+            f"{gp['replies_after']} replies after seq {gp['last_seq_before_pause']}, missing "
+            f"{gp['missing_after'] or 'none'}")
+    bad = [l for l in dst.lines() if l.startswith("XV-KLOG")]
+    r.check("guest kernel log: no virtio / ring / fault message", kl["suspect"] == 0,
+            "; ".join(bad[-3:]) or "clean")
+    return True
+
+
 def announces(tcpdump_log: str, mac: str) -> list[str]:
     try:
         with open(tcpdump_log, errors="replace") as f:
@@ -148,21 +170,8 @@ def run_two_node(ctx, r, backend: str = "xdpvhost", guest_announce: bool = True)
                 f"{len(rarps)} RARPs" + (f": {rarps[0]}" if rarps else ""))
     r.check("bridge learned the guest on node 2's port", net.fdb_port(GUEST_MAC) == node_port(2),
             str(net.fdb_port(GUEST_MAC)))
-    stop_guest_program(net)
-    try:
-        kl = dst.wait_result("klog", 60)
-    except GuestError as e:
-        r.check("guest reported its kernel log", False, str(e)[:500])
+    if not check_guest_after_resume(r, net, src, dst):
         return
-    gp = after_resume(src.lines(), dst.lines())
-    r.figure("guest_ping", gp)
-    r.check("guest's own ping: nothing lost after resume (at most the request in flight at the pause)",
-            gp["replies_after"] > 0 and gp["missing_after_count"] <= 1,
-            f"{gp['replies_after']} replies after seq {gp['last_seq_before_pause']}, missing "
-            f"{gp['missing_after'] or 'none'}")
-    bad = [l for l in dst.lines() if l.startswith("XV-KLOG")]
-    r.check("guest kernel log: no virtio / ring / fault message", kl["suspect"] == 0,
-            "; ".join(bad[-3:]) or "clean")
     for i, b in enumerate(nodes, 1):
         r.check(f"node {i} backend alive", b.alive())
     if backend == "xdpvhost":

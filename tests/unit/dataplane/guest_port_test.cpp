@@ -355,7 +355,9 @@ TEST_F(GuestPortTest, AStreamOfTsoFramesReachesAGuestWithoutTsoAsItPostsBuffers)
   EXPECT_GT(seqs.size(), 2u * kSegments) << "held frames were delivered after the first two";
   for (std::size_t i = 1; i < seqs.size(); ++i) {
     EXPECT_GT(seqs[i], seqs[i - 1]) << "in order, segment " << i;
-    if (i % kSegments != 0) EXPECT_EQ(seqs[i] - seqs[i - 1], kMss) << "whole frames, segment " << i;
+    if (i % kSegments != 0) {
+      EXPECT_EQ(seqs[i] - seqs[i - 1], kMss) << "whole frames, segment " << i;
+    }
   }
 }
 
