@@ -35,6 +35,7 @@ from e2e_context import WORKROOT, Context, stale_netns  # noqa: E402
 from xvtest import guest as qemu_guest, netns  # noqa: E402  (tests/pylib, on the path through e2e_context)
 import scenario_devices  # noqa: E402
 import scenario_lifecycle  # noqa: E402
+import scenario_mac_learning  # noqa: E402
 import scenario_multiqueue  # noqa: E402
 import scenario_pair  # noqa: E402
 import scenario_uplink  # noqa: E402
@@ -67,6 +68,8 @@ SCENARIOS = [
      scenario_uplink.run_uplink),
     ("jumbo", "MTU 9000 through the uplink: 8972-byte pings, TCP and HTTP sha256 both ways",
      scenario_uplink.run_jumbo),
+    ("mac-learn", "ports without a MAC learn their guests' MACs; pings guest <-> guest <-> peer; "
+                  "a forged source MAC is dropped as spoofed_source", scenario_mac_learning.run_mac_learn),
     ("mq-uplink", "4 vCPUs, 4 queue pairs on 2 service threads: flows from the uplink spread "
                   "over the pairs; ethtool -L combined 1 under traffic",
      scenario_multiqueue.run_mq_uplink),
