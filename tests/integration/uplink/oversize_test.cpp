@@ -135,9 +135,11 @@ class Jumbo : public UplinkTest {
     ASSERT_TRUE(peer_->send(raw_frame(vm1_->mac(), kPeerMac, from_peer, seq)));
     auto is_ours = [](const PacketView& v) { return v.ethertype == kEtherType; };
     ASSERT_TRUE(vm1_->pump_until(is_ours, 1)) << uplink_stats().dump();
-    for (const auto& f : vm1_->received())
-      if (is_ours(PacketView::parse(f.bytes)))
+    for (const auto& f : vm1_->received()) {
+      if (is_ours(PacketView::parse(f.bytes))) {
         EXPECT_EQ(f.bytes, raw_frame(vm1_->mac(), kPeerMac, from_peer, seq));
+      }
+    }
     ASSERT_TRUE(vm1_->send(raw_frame(kPeerMac, vm1_->mac(), from_guest, seq + 1)));
     const auto frames = peer_->receive(1, 2000);
     ASSERT_EQ(frames.size(), 1u) << port_stats("vm1").dump() << uplink_stats().dump();
