@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
   }
   const bool seccomp = config.security.seccomp && !no_seccomp;
 
-  Daemon daemon(io, config, std::move(state));
+  Daemon daemon(io, config, state);
   if (cli_level) daemon.set_log_level(*cli_level);
   if (std::string error = daemon.start(); !error.empty()) {
     spdlog::critical("{}", error);
