@@ -58,7 +58,7 @@ from xvtest.testpmd import eal_args, vhost_vdev
 from xvtest.testpmd_console import TestpmdConsole
 from xvtest.waiting import wait_until
 
-from . import backends, cpu_account, launch, records
+from . import backends, cpu_account, launch, records, topology
 
 SCENARIOS = ("tcp_guest_to_outside", "tcp_outside_to_guest", "tcp_vm_to_vm")
 BACKENDS = ("tap", "xdpvhostd", "dpdk", "tap-seg")
@@ -184,17 +184,8 @@ class TcpTopology:
         return self
 
     def link_stats(self):
-        res = {}
-        for ns, ifname in ((NODE_NS, UPLINK_IF), (PEER_NS, PEER_IF)) + tuple(
-                (NODE_NS, t) for t in (TAPS if self.mode == "tap" else ())):
-            r = netns.run("ip", "-n", ns, "-j", "-s", "link", "show", ifname, check=False)
-            try:
-                s = json.loads(r.stdout)[0]["stats64"]
-                res[ifname] = {"rx_packets": s["rx"]["packets"], "rx_dropped": s["rx"]["dropped"],
-                               "tx_packets": s["tx"]["packets"], "tx_dropped": s["tx"]["dropped"]}
-            except (ValueError, KeyError, IndexError):
-                res[ifname] = None
-        return res
+        taps = tuple((NODE_NS, t) for t in (TAPS if self.mode == "tap" else ()))
+        return topology.link_stats(((NODE_NS, UPLINK_IF), (PEER_NS, PEER_IF)) + taps)
 
     def peer_nstat(self):
         out = netns.run_in(PEER_NS, "nstat", "-asz", check=False).stdout

@@ -19,6 +19,21 @@ PREFIX = 24
 GUEST_MAC = "52:54:00:77:00:01"
 
 
+
+def link_stats(links) -> dict:
+    """Kernel counters (rx/tx packets, drops) of each (namespace, interface):
+    {interface: {...} or None if it cannot be read}."""
+    res = {}
+    for ns, ifname in links:
+        r = netns.run("ip", "-n", ns, "-j", "-s", "link", "show", ifname, check=False)
+        try:
+            s = json.loads(r.stdout)[0]["stats64"]
+            res[ifname] = {"rx_packets": s["rx"]["packets"], "rx_dropped": s["rx"]["dropped"],
+                           "tx_packets": s["tx"]["packets"], "tx_dropped": s["tx"]["dropped"]}
+        except (ValueError, KeyError, IndexError):
+            res[ifname] = None
+    return res
+
 class Topology:
     def __init__(self):
         self.peer_mac = None
@@ -52,16 +67,7 @@ class Topology:
 
     def link_stats(self):
         """Kernel counters of both veth ends (rx/tx packets, drops)."""
-        res = {}
-        for ns, ifname in ((NODE_NS, UPLINK_IF), (PEER_NS, PEER_IF)):
-            r = netns.run("ip", "-n", ns, "-j", "-s", "link", "show", ifname, check=False)
-            try:
-                s = json.loads(r.stdout)[0]["stats64"]
-                res[ifname] = {"rx_packets": s["rx"]["packets"], "rx_dropped": s["rx"]["dropped"],
-                               "tx_packets": s["tx"]["packets"], "tx_dropped": s["tx"]["dropped"]}
-            except (ValueError, KeyError, IndexError):
-                res[ifname] = None
-        return res
+        return link_stats(((NODE_NS, UPLINK_IF), (PEER_NS, PEER_IF)))
 
     @staticmethod
     def ethtool_stats():
