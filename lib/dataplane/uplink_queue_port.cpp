@@ -31,6 +31,8 @@ UplinkQueuePort::UplinkQueuePort(std::uint32_t id, std::string name, std::uint32
     : Port(id, std::move(name), PortKind::kUplink, uplink), options_(options) {
   flood_buffers_.resize(kFloodBatch * kFloodFrameBytes);
   flood_frames_.resize(kFloodBatch);
+  // GRO holds at most a burst of frames: poll_rx never allocates.
+  rx_addrs_.reserve(options_.tunables.rx_burst);
   status_.napi_busy_poll_requested.store(options_.tunables.napi_busy_poll);
 }
 
@@ -107,6 +109,7 @@ void UplinkQueuePort::set_tunables(const Tunables& t) {
                             t.busy_poll_budget != options_.tunables.busy_poll_budget ||
                             t.busy_poll_us != options_.tunables.busy_poll_us;
   options_.tunables = t;
+  rx_addrs_.reserve(t.rx_burst);
   status_.napi_busy_poll_requested.store(t.napi_busy_poll);
   if (napi_changed && socket_) {
     starvation_.reset();
