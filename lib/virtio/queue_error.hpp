@@ -27,6 +27,7 @@ enum class QueueError : std::uint8_t {
   kEmptyChain,             // a chain without a single byte to read or write
   kMemoryTruncated,        // the guest memory's file was cut short under its mapping
   kLogOutOfRange,  // a write to log lies beyond the dirty log (or the used ring's log address)
+  kBeyondAnyFrame,  // a transmit chain longer than the longest frame a device may be sent
   kCount
 };
 
@@ -72,6 +73,8 @@ constexpr const char* to_string(QueueError e) {
       return "memory_truncated";
     case QueueError::kLogOutOfRange:
       return "log_out_of_range";
+    case QueueError::kBeyondAnyFrame:
+      return "beyond_any_frame";
     case QueueError::kCount:
       break;
   }

@@ -17,8 +17,6 @@ std::atomic_ref<std::uint16_t> field16(std::uint8_t* base, std::size_t offset) {
   return std::atomic_ref<std::uint16_t>(*reinterpret_cast<std::uint16_t*>(base + offset));
 }
 
-constexpr int kMaxSpansPerBuffer = 16;
-
 }  // namespace
 
 QueueError SplitQueue::attach(std::shared_ptr<const GuestMemory> memory, const Config& c) {
@@ -192,11 +190,16 @@ bool SplitQueue::add_buffer(const Descriptor& d, DescriptorChain& out,
     return fail(QueueError::kUnexpectedReadable);
   if (!writable && !out.writable.empty()) return fail(QueueError::kReadableAfterWritable);
   if (d.len == 0) return true;
-  HostSpan spans[kMaxSpansPerBuffer];
-  const int n = memory_->gpa_to_spans(d.addr, d.len, spans, kMaxSpansPerBuffer);
-  if (n < 0) return fail(QueueError::kBufferOutOfRange);
   auto& list = writable ? out.writable : out.readable;
-  list.insert(list.end(), spans, spans + n);
+  if (std::uint8_t* host = memory_->translate_gpa(d.addr, d.len); host != nullptr) {
+    // The whole buffer in one region, as nearly always: built in place.
+    list.push_back(HostSpan{host, d.len, d.addr});
+  } else {
+    HostSpan* spans = span_scratch_.data();
+    const int n = memory_->gpa_to_spans(d.addr, d.len, spans, kMaxSpansPerBuffer);
+    if (n < 0) return fail(QueueError::kBufferOutOfRange);
+    list.insert(list.end(), spans, spans + n);
+  }
   (writable ? out.writable_bytes : out.readable_bytes) += d.len;
   // A chain may not describe more than 4 GiB in total.
   if (out.writable_bytes < d.len && writable) return fail(QueueError::kChainTooLong);

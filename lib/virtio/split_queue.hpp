@@ -9,6 +9,7 @@
 //   and "notifications enabled" from "re-read avail->idx" (no lost kick or
 //   interrupt).
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -79,6 +80,10 @@ class SplitQueue {
   bool pop(DescriptorChain& out, Direction direction,
            std::uint32_t max_bytes = 0xffffffffu) noexcept;
 
+  // The caller found the last popped chain to be beyond what the device
+  // accepts (e.g. longer than any frame): the queue is broken for `e`.
+  void refuse(QueueError e) noexcept { fail(e); }
+
   // Gives the last `count` popped chains back to the driver's ring, unused.
   void unpop(std::uint16_t count) noexcept { last_avail_idx_ -= count; }
 
@@ -142,6 +147,11 @@ class SplitQueue {
   // the chain being walked.
   std::vector<std::uint32_t> visited_;
   std::uint32_t generation_ = 0;
+
+  // Where one buffer's spans are translated before they join the chain: a
+  // member, so that no descriptor pays for initialising it.
+  static constexpr int kMaxSpansPerBuffer = 16;
+  std::array<HostSpan, kMaxSpansPerBuffer> span_scratch_{};
 };
 
 }  // namespace xdpvhost::virtio
