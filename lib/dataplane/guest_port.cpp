@@ -252,6 +252,17 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
       break;
     }
     walked += tx_chain_.descriptors;
+    if (tx_chain_.truncated && longest == kMaxGsoFrame) [[unlikely]] {
+      // Longer than a 64 KiB IP packet with its headers: no frame at all, and
+      // no guest driver builds such chains; one that does would be walked up
+      // to the limit every round while it refills its ring. Its queue breaks.
+      // (A chain just over the MTU of a port without segmentation offload is
+      // only dropped, below: a guest whose MTU is set higher than the port's.)
+      counters().drop(DropReason::kOversize);
+      q.ring.refuse(virtio::QueueError::kBeyondAnyFrame);
+      report_broken(q, vring);
+      break;
+    }
     Frame frame;
     net::OffloadError refused = net::OffloadError::none;
     // A truncated chain is longer than any frame the guest may send.

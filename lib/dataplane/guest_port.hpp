@@ -99,8 +99,12 @@ class GuestPort final : public Port {
   static constexpr std::uint32_t kBacklogGsoFrames = 16;
   // The longest frame with segmentation offload: a 64 KiB IP packet.
   static constexpr std::uint32_t kMaxGsoFrame = 65535 + net::kL2Overhead;
-  // Descriptors a port walks at most per round on its transmit queues.
-  static constexpr std::uint32_t kDescriptorsPerRound = 1024;
+  // Descriptors a port walks at most per round on one transmit queue: a
+  // burst of 64-byte frames takes 32 to 64, of 64 KiB TSO frames about 20 per
+  // frame (a Linux guest's chains hold at most MAX_SKB_FRAGS + 2 buffers).
+  // Chains of many small buffers, just under the frame limit, cost their
+  // guest its own rounds, not its neighbours'.
+  static constexpr std::uint32_t kDescriptorsPerRound = 256;
   // Receive buffers (MRG_RXBUF) one frame may take at most: enough for a
   // 64 KiB frame in 1500-byte buffers; fewer, larger ones are what guests post.
   static constexpr unsigned kMaxBuffersPerFrame = 64;

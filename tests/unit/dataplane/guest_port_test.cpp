@@ -401,6 +401,58 @@ TEST_F(GuestPortTest, FramesBeyondTheMtuAreOversize) {
   EXPECT_EQ(a->drops(DropReason::kOversize), 1u);
 }
 
+// A chain of `n` descriptors of `len` bytes each over one buffer, on A's TX
+// ring (descriptors 0 .. n-1), made available once.
+void publish_long_chain(NetTestGuest& guest, std::uint16_t n, std::uint32_t len) {
+  auto& ring = guest.tx;
+  const auto buf = ring.alloc(len);
+  for (std::uint16_t i = 0; i < n; ++i)
+    ring.set_desc(i, buf, len, i + 1 < n ? virtio::Descriptor::kFlagNext : 0,
+                  static_cast<std::uint16_t>(i + 1 < n ? i + 1 : 0));
+  ring.publish(0);
+}
+
+TEST_F(GuestPortTest, AChainJustOverTheMtuOfAPortWithoutTsoIsOnlyDropped) {
+  build();
+  b->guest.post_rx(4, 4096);
+  publish_long_chain(a->guest, 8, 512);  // 4 KiB: over the MTU, under any frame
+  round();
+  EXPECT_EQ(a->drops(DropReason::kOversize), 1u);
+  EXPECT_EQ(a->port.queue_state(1), GuestPort::QueueState::kRunning);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 60));
+  round();
+  EXPECT_EQ(b->guest.received().size(), 1u) << "the queue goes on";
+}
+
+TEST_F(GuestPortTest, AChainBeyondA64KibFrameBreaksItsQueue) {
+  build(kTsoSender, kTsoReceiver);
+  b->guest.post_rx(4, 4096);
+  publish_long_chain(a->guest, 160, 512);  // 80 KiB: no frame is that long
+  round();
+  EXPECT_EQ(a->drops(DropReason::kOversize), 1u);
+  EXPECT_EQ(a->port.queue_state(1), GuestPort::QueueState::kBroken);
+  EXPECT_EQ(a->port.queue_error(1), virtio::QueueError::kBeyondAnyFrame);
+  EXPECT_EQ(NetTestGuest::read_eventfd(a->guest.tx_err), 1u) << "the frontend is told";
+  // B is not affected, and A still receives.
+  b->guest.send(test::udp_frame(kMacA, kMacB, 60));
+  a->guest.post_rx(1);
+  round();
+  EXPECT_EQ(a->guest.received().size(), 1u);
+  EXPECT_FALSE(b->port.broken());
+}
+
+TEST_F(GuestPortTest, A64KibTsoFrameInManyBuffersIsStillAFrame) {
+  build(kTsoSender, kTsoReceiver);
+  b->guest.post_rx(16, 4096);
+  const auto sent = test::tcp_frame(kMacB, kMacA, 60000);
+  a->guest.send(sent, tso_header(), 40);  // header and frame over 40 descriptors
+  round();
+  const auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, sent);
+  EXPECT_EQ(a->port.queue_state(1), GuestPort::QueueState::kRunning);
+}
+
 TEST_F(GuestPortTest, RuntFrameIsMalformed) {
   build();
   a->guest.send(std::vector<std::uint8_t>(10, 0));
