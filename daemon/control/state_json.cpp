@@ -66,6 +66,11 @@ json port_detail(const PortConfig& config, const Tunables& effective,
                        {"rx_burst", effective.rx_burst},
                        {"tx_burst", effective.tx_burst},
                        {"flood_rate", effective.flood_rate}};
+  const auto& session = c.endpoint().counters();
+  j["frontend"] = json{{"connections", session.connections},
+                       {"messages", session.messages},
+                       {"failed_messages", session.failed_messages},
+                       {"throttled", session.throttled}};
   return j;
 }
 

@@ -24,7 +24,9 @@ SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Dev
       device_(device),
       on_state_(std::move(on_state)),
       reconnect_timer_(io),
-      accept_timer_(io) {}
+      accept_timer_(io),
+      throttle_timer_(io),
+      budget_(options_.budget, sys::CpuBudget::Clock::now()) {}
 
 SocketEndpoint::~SocketEndpoint() {
   stop();
@@ -71,6 +73,7 @@ void SocketEndpoint::stop() {
   stopping_ = true;
   reconnect_timer_.cancel();
   accept_timer_.cancel();
+  throttle_timer_.cancel();
   if (connection_) close_connection("endpoint stopped");
   if (listen_wait_) {
     listen_wait_->release();
@@ -187,6 +190,17 @@ void SocketEndpoint::wait_readable() {
 }
 
 void SocketEndpoint::on_readable() {
+  if (const auto wait = budget_.wait(sys::CpuBudget::Clock::now()); wait.count() > 0) {
+    throttle(wait);
+    return;
+  }
+  // What this turn costs the control thread is charged to the frontend,
+  // however the turn ends.
+  struct Charge {
+    sys::CpuBudget& budget;
+    std::chrono::nanoseconds start = sys::thread_cpu_time();
+    ~Charge() { budget.charge(sys::thread_cpu_time() - start); }
+  } charge{budget_};
   Message message;
   // A frontend streaming messages gets kMessagesPerTurn of them, then the
   // io_context serves everyone else (other frontends, the control socket,
@@ -229,6 +243,19 @@ void SocketEndpoint::on_readable() {
     message.fds.clear();  // unused fds are closed now, not at the next message
   }
   wait_readable();
+}
+
+void SocketEndpoint::throttle(std::chrono::nanoseconds wait) {
+  ++counters_.throttled;
+  if (sys::worth_logging(counters_.throttled))
+    spdlog::warn("port {}: frontend over its share of the control thread; its messages wait {} ms (#{})",
+                 options_.name, std::chrono::ceil<std::chrono::milliseconds>(wait).count(),
+                 counters_.throttled);
+  throttle_timer_.expires_after(wait);
+  throttle_timer_.async_wait([this, alive = std::weak_ptr<int>(alive_),
+                              turn = connections_](const boost::system::error_code& ec) {
+    if (!ec && !alive.expired() && connection_ && turn == connections_) on_readable();
+  });
 }
 
 void SocketEndpoint::close_connection(const std::string& why) {

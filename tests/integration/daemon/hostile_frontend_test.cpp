@@ -183,6 +183,41 @@ TEST_F(HostileFrontend, FdsSpreadOverOneBytePiecesAreNotHoarded) {
   expect_bystanders_served("after an fd-hoarding frontend");
 }
 
+TEST_F(HostileFrontend, AResetStormIsHeldToItsShareOfTheControlThread) {
+  auto evil = connect_guest("evil");
+  ASSERT_TRUE(evil);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> resets{0};
+  // A new negotiation as fast as the daemon answers: each one a dozen
+  // messages and datapath commands (stop and start every ring, a memory
+  // table), all of them work for the control thread.
+  std::thread storm([&] {
+    while (!stop.load() && evil->reset_and_renegotiate()) ++resets;
+  });
+  const auto t0 = Clock::now();
+  const bool throttled = wait_until(
+      [&] { return port_get("evil").at("frontend").at("throttled").get<std::uint64_t>() >= 1; },
+      std::chrono::seconds(20));
+  const double to_throttle = std::chrono::duration<double>(Clock::now() - t0).count();
+  const std::uint64_t before = resets.load();
+  const auto t1 = Clock::now();
+  expect_bystanders_served("during a reset storm");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double held_rate =
+      static_cast<double>(resets.load() - before) /
+      std::chrono::duration<double>(Clock::now() - t1).count();
+  stop = true;
+  storm.join();
+  ASSERT_TRUE(throttled) << port_get("evil").dump();
+  std::cout << "  [reset storm] " << before << " resets in " << to_throttle
+            << " s before the first pause, then " << held_rate << " resets/s\n";
+  EXPECT_GT(before, 0u);
+  EXPECT_EQ(port_get("a").at("frontend").at("throttled"), 0) << "a well-behaved frontend never waits";
+  EXPECT_EQ(port_get("b").at("frontend").at("throttled"), 0);
+  // Still served, only slower: its session goes on.
+  EXPECT_TRUE(evil->reset_and_renegotiate()) << evil->last_error();
+}
+
 TEST_F(HostileFrontend, AStreamOfMessagesDoesNotHoldUpOthers) {
   auto evil = open_guest("evil");
   ASSERT_TRUE(evil);

@@ -1,0 +1,13 @@
+#include "sys/cpu_budget.hpp"
+
+#include <time.h>
+
+namespace xdpvhost::sys {
+
+std::chrono::nanoseconds thread_cpu_time() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+}  // namespace xdpvhost::sys
