@@ -5,11 +5,16 @@
 // attacks the datapath for as long as it runs:
 //
 //   tx_overlong   every free TX descriptor heads an indirect table of
-//                 --chain descriptors of --segment bytes each, all pointing to
-//                 one buffer: each chain is far beyond any frame the port may
-//                 send (the daemon must stop walking it at the frame limit and
-//                 drop it, counted as oversize). Returned chains are posted
+//                 --chain descriptors (default 256) of --segment bytes each,
+//                 all pointing to one buffer: each chain (128 KiB) is beyond
+//                 any frame (the daemon stops walking it at 64 KiB and breaks
+//                 the queue: beyond_any_frame). Returned chains are posted
 //                 again at once, the TX queue is kicked every --period-us.
+//   tx_oversize   the same with chains just under that limit (default 127
+//                 descriptors of 512 bytes: 63.5 KiB, no GSO header): each one
+//                 is walked in full and dropped as oversize, and the queue
+//                 stays up; the daemon's descriptor budget per round bounds
+//                 what it costs the neighbours.
 //   reset_storm   publishes RX chains of zero-length descriptors (one
 //                 indirect table of --chain entries per head), then resets the
 //                 device and negotiates again (GET_VRING_BASE, SET_MEM_TABLE,
@@ -41,14 +46,26 @@ namespace {
 
 namespace fe = testing;
 
-enum class Attack { kTxOverlong, kResetStorm };
+enum class Attack { kTxOverlong, kTxOversize, kResetStorm };
+
+const char* attack_name(Attack a) {
+  switch (a) {
+    case Attack::kTxOverlong:
+      return "tx_overlong";
+    case Attack::kTxOversize:
+      return "tx_oversize";
+    case Attack::kResetStorm:
+      return "reset_storm";
+  }
+  return "?";
+}
 
 struct Options {
   std::string socket;
   Attack attack = Attack::kTxOverlong;
   double duration = 3600;
   std::uint32_t period_us = 100;
-  std::uint32_t chain = 256;    // descriptors per chain
+  std::uint32_t chain = 0;      // descriptors per chain (0: the attack's default)
   std::uint32_t segment = 512;  // bytes per descriptor (tx_overlong)
   std::uint16_t queue_size = 256;
 };
@@ -131,7 +148,7 @@ void post_empty_rx(fe::Frontend& f, const Options& o, std::uint64_t table, Stats
 
 int usage() {
   std::fprintf(stderr,
-               "usage: xvb-hostile-guest --socket PATH [--attack tx_overlong|reset_storm]\n"
+               "usage: xvb-hostile-guest --socket PATH [--attack tx_overlong|tx_oversize|reset_storm]\n"
                "                         [--duration S] [--period-us N] [--chain N]\n"
                "                         [--segment BYTES] [--queue-size N]\n");
   return 2;
@@ -144,12 +161,14 @@ bool parse(int argc, char** argv, Options& o) {
     if (a == "--socket") {
       o.socket = v;
     } else if (a == "--attack") {
-      if (std::strcmp(v, "tx_overlong") == 0)
-        o.attack = Attack::kTxOverlong;
-      else if (std::strcmp(v, "reset_storm") == 0)
-        o.attack = Attack::kResetStorm;
-      else
-        return false;
+      bool known = false;
+      for (const Attack a : {Attack::kTxOverlong, Attack::kTxOversize, Attack::kResetStorm}) {
+        if (std::strcmp(v, attack_name(a)) == 0) {
+          o.attack = a;
+          known = true;
+        }
+      }
+      if (!known) return false;
     } else if (a == "--duration") {
       o.duration = std::strtod(v, nullptr);
     } else if (a == "--period-us") {
@@ -164,6 +183,7 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
+  if (o.chain == 0) o.chain = o.attack == Attack::kTxOversize ? 127 : 256;
   return argc % 2 == 1 && !o.socket.empty() && o.chain >= 2 && o.chain <= 4096 && o.segment > 0;
 }
 
@@ -189,7 +209,7 @@ int run(const Options& o) {
   std::string last_error;
   while (now_ns() < end) {
     ++s.rounds;
-    if (o.attack == Attack::kTxOverlong) {
+    if (o.attack != Attack::kResetStorm) {
       post_overlong_tx(f, o, buffer, s);
     } else {
       post_empty_rx(f, o, rx_table, s);
@@ -212,7 +232,7 @@ int run(const Options& o) {
       "{\"attack\": \"%s\", \"seconds\": %.3f, \"rounds\": %llu, \"chains_posted\": %llu, "
       "\"chains_returned\": %llu, \"kicks\": %llu, \"resets\": %llu, \"reset_failures\": %llu, "
       "\"last_error\": \"%s\"}\n",
-      o.attack == Attack::kTxOverlong ? "tx_overlong" : "reset_storm", secs,
+      attack_name(o.attack), secs,
       static_cast<unsigned long long>(s.rounds), static_cast<unsigned long long>(s.chains_posted),
       static_cast<unsigned long long>(s.chains_returned), static_cast<unsigned long long>(s.kicks),
       static_cast<unsigned long long>(s.resets), static_cast<unsigned long long>(s.reset_failures),

@@ -52,7 +52,7 @@ FULL = Profile(
     loss_limit=0.005, rr_s=10.0, rr_warmup=1000, light_s=10.0, idle_s=10.0, probe_s=0.5,
     busy_poll_values=(0, 10, 25, 50, 100, 200), signal_batch_values=(1, 4, 16, 32, 64, 256),
     napi_values=(False, True), sweep_rr_s=5.0, sweep_light_s=5.0, sweep_o2g_pps=200_000,
-    sweep_trial_s=3.0, nn_attacks=("tx_overlong", "reset_storm"), nn_pairs=4, nn_s=3.0)
+    sweep_trial_s=3.0, nn_attacks=("tx_overlong", "tx_oversize", "reset_storm"), nn_pairs=4, nn_s=3.0)
 
 SMOKE = Profile(
     name="smoke", reps=2, warmup_s=0.3, g2o_s=1.0, sizes=(64, 1500),
@@ -61,4 +61,4 @@ SMOKE = Profile(
     busy_poll_values=(0, 50), signal_batch_values=(1, 32), napi_values=(False, True),
     sweep_rr_s=0.5, sweep_light_s=0.5, sweep_o2g_pps=50_000, sweep_trial_s=0.5, settle_s=0.15,
     tcp_secs=3, tcp_reps=1, tcp_scenarios=("tcp_guest_to_outside",), tcp_backends=("tap", "xdpvhostd"),
-    nn_attacks=("tx_overlong", "reset_storm"), nn_pairs=1, nn_s=0.5)
+    nn_attacks=("tx_overlong", "tx_oversize", "reset_storm"), nn_pairs=1, nn_s=0.5)
