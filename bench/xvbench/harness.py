@@ -328,7 +328,7 @@ def split_scenarios(only, profile):
 
 
 SYNTHETIC = {"guest_to_outside", "outside_to_guest", "request_response", "light_load", "idle",
-             "sweep_busy_poll", "sweep_signal_batch", "sweep_napi_busy_poll"}
+             "sweep_busy_poll", "sweep_signal_batch", "sweep_napi_busy_poll", "noisy_neighbour"}
 
 
 def qemu_version():
