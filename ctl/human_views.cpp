@@ -108,8 +108,9 @@ void print_port_detail(const json& port, std::ostream& out) {
        {"name", "state", "socket", "mode", "mac", "mac_source", "mac_policy", "uplink",
         "queue_pairs", "mtu", "thread", "features", "protocol_features"})
     if (port.contains(key)) kv.add({key, cell(port, key)});
-  if (port.contains("tunables") && port["tunables"].is_object())
-    for (const auto& [k, v] : port["tunables"].items()) kv.add({"tunables." + k, text(v)});
+  for (const char* group : {"tunables", "frontend"})
+    if (port.contains(group) && port[group].is_object())
+      for (const auto& [k, v] : port[group].items()) kv.add({std::string(group) + "." + k, text(v)});
   kv.print(out);
   const auto& queues = array_or_empty(port, "queues");
   out << '\n';
