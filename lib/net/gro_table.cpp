@@ -262,6 +262,12 @@ void GroTable::emit(Flow& f, Sink deliver) noexcept {
   out.offload.gso.gso_size = f.mss;
   out.offload.gso.hdr_len = static_cast<std::uint16_t>(header_len);
   out.offload.csum = ChecksumRequest{true, l.l4_offset, kTcpChecksumOffset};
+  // The first segment's headers with the lengths just written: no padding
+  // and no IPv6 extension header is ever merged, so the packet ends with
+  // the frame.
+  out.layout = l;
+  out.layout.frame_len = out.len;
+  out.layout.packet_end = out.len;
   deliver(out);
 }
 

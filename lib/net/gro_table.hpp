@@ -77,6 +77,7 @@ struct GroFrame {
   std::uint32_t len = 0;       // header_len + all payload bytes
   std::uint32_t segments = 0;  // 1: a lone segment, bytes unchanged
   OffloadRequest offload;      // GSO + NEEDS_CSUM when segments > 1
+  FrameLayout layout;          // when segments > 1: the merged frame's headers
   bool data_valid = false;     // a lone segment whose checksum was verified
 };
 

@@ -35,6 +35,23 @@ struct Receiver {
       d.bytes.insert(d.bytes.end(), f.payload[i].data, f.payload[i].data + f.payload[i].len);
     }
     EXPECT_EQ(d.bytes.size(), f.len);
+    if (f.segments > 1) {
+      // The layout handed on is the one the merged bytes parse to.
+      FrameLayout parsed;
+      EXPECT_EQ(parse_headers(d.bytes.data(), f.len, f.len, parsed), ParseError::none);
+      const FrameLayout& got = f.layout;
+      EXPECT_EQ(got.frame_len, parsed.frame_len);
+      EXPECT_EQ(got.vlan_tpid, parsed.vlan_tpid);
+      EXPECT_EQ(got.ethertype, parsed.ethertype);
+      EXPECT_EQ(got.l3_offset, parsed.l3_offset);
+      EXPECT_EQ(got.l3, parsed.l3);
+      EXPECT_EQ(got.ip_fragment, parsed.ip_fragment);
+      EXPECT_EQ(got.ip_protocol, parsed.ip_protocol);
+      EXPECT_EQ(got.l4_offset, parsed.l4_offset);
+      EXPECT_EQ(got.l4, parsed.l4);
+      EXPECT_EQ(got.l4_header_len, parsed.l4_header_len);
+      EXPECT_EQ(got.packet_end, parsed.packet_end);
+    }
     d.segments = f.segments;
     d.offload = f.offload;
     d.data_valid = f.data_valid;
