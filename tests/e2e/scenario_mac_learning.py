@@ -49,8 +49,9 @@ def run_mac_learn(ctx: Context, r: ScenarioResult):
                   run=["wait-peer,_,90", "ping,_,5,0.2", f"wait-peer,{VM2_IP},90",
                        f"ping,{VM2_IP},5,0.2", "sleep,15"])
     b = ctx.guest(wd, s2, "vm2", mac=mac(2), ip=f"{VM2_IP}/24", peer=VM1_IP, reconnect=1,
-                  # sleep: the peer pings vm2 at its learned MAC meanwhile
-                  run=["wait-peer,_,90", "ping,_,5,0.2", f"ping,{PEER_IP},5,0.2", "sleep,10"],
+                  # then until the peer has pinged vm2 at its learned MAC: 11 echo
+                  # requests at least (vm1's wait-peer and 5 pings, the peer's 5)
+                  run=["wait-peer,_,90", "ping,_,5,0.2", f"ping,{PEER_IP},5,0.2", "wait-echoes,11,90"],
                   cmd=FORGE_CMD)
     a.start()
     b.start()

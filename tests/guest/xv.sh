@@ -2,6 +2,8 @@
 # /bin/xv in the test guest: named scenarios that print XV-RESULT lines.
 #   xv ping [PEER] [COUNT=5] [INTERVAL=0.2] [SIZE=56]   fails on any loss
 #   xv wait-peer [PEER] [TIMEOUT_S=30]      ping once a second until an answer
+#   xv wait-echoes COUNT [TIMEOUT_S=60]     until this guest has received COUNT ICMP echo
+#                                           requests since boot (/proc/net/snmp InEchos)
 #   xv iperf3-client [PEER] [SECONDS=5] [iperf3 args...]   (retries connecting)
 #   xv iperf3-server [LIMIT_S=120] [iperf3 args...]  one test (-s -1), then
 #                                           returns; fails after LIMIT_S
@@ -63,6 +65,24 @@ case "$name" in
     done
     waited=$(awk -v a="$start" -v b="$(xv_uptime)" 'BEGIN { printf "%.2f", b - a }')
     xv_result "$(printf '"kind":"wait-peer","peer":"%s","waited_s":%s,"rc":%d' "$peer" "$waited" "$rc")"
+    exit "$rc"
+    ;;
+  wait-echoes)
+    want=${1:?COUNT} timeout=${2:-60}
+    start=$(xv_uptime)
+    echoes() {
+      awk '$1 == "Icmp:" && $2 !~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) if ($i == "InEchos") col = i; next }
+           $1 == "Icmp:" && col { print $col; exit }' /proc/net/snmp
+    }
+    i=0
+    rc=1
+    while [ "$i" -lt "$((timeout * 5))" ]; do
+      if [ "$(echoes)" -ge "$want" ]; then rc=0; break; fi
+      sleep 0.2
+      i=$((i + 1))
+    done
+    waited=$(awk -v a="$start" -v b="$(xv_uptime)" 'BEGIN { printf "%.2f", b - a }')
+    xv_result "$(printf '"kind":"wait-echoes","want":%d,"echoes":%d,"waited_s":%s,"rc":%d' "$want" "$(echoes)" "$waited" "$rc")"
     exit "$rc"
     ;;
   iperf3-client)
