@@ -110,7 +110,8 @@ void print_port_detail(const json& port, std::ostream& out) {
     if (port.contains(key)) kv.add({key, cell(port, key)});
   for (const char* group : {"tunables", "frontend"})
     if (port.contains(group) && port[group].is_object())
-      for (const auto& [k, v] : port[group].items()) kv.add({std::string(group) + "." + k, text(v)});
+      for (const auto& [k, v] : port[group].items())
+        kv.add({std::string(group) + "." + k, text(v)});
   kv.print(out);
   const auto& queues = array_or_empty(port, "queues");
   out << '\n';

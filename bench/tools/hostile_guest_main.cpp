@@ -147,10 +147,11 @@ void post_empty_rx(fe::Frontend& f, const Options& o, std::uint64_t table, Stats
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: xvb-hostile-guest --socket PATH [--attack tx_overlong|tx_oversize|reset_storm]\n"
-               "                         [--duration S] [--period-us N] [--chain N]\n"
-               "                         [--segment BYTES] [--queue-size N]\n");
+  std::fprintf(
+      stderr,
+      "usage: xvb-hostile-guest --socket PATH [--attack tx_overlong|tx_oversize|reset_storm]\n"
+      "                         [--duration S] [--period-us N] [--chain N]\n"
+      "                         [--segment BYTES] [--queue-size N]\n");
   return 2;
 }
 
@@ -232,8 +233,8 @@ int run(const Options& o) {
       "{\"attack\": \"%s\", \"seconds\": %.3f, \"rounds\": %llu, \"chains_posted\": %llu, "
       "\"chains_returned\": %llu, \"kicks\": %llu, \"resets\": %llu, \"reset_failures\": %llu, "
       "\"last_error\": \"%s\"}\n",
-      attack_name(o.attack), secs,
-      static_cast<unsigned long long>(s.rounds), static_cast<unsigned long long>(s.chains_posted),
+      attack_name(o.attack), secs, static_cast<unsigned long long>(s.rounds),
+      static_cast<unsigned long long>(s.chains_posted),
       static_cast<unsigned long long>(s.chains_returned), static_cast<unsigned long long>(s.kicks),
       static_cast<unsigned long long>(s.resets), static_cast<unsigned long long>(s.reset_failures),
       last_error.c_str());

@@ -248,9 +248,10 @@ void SocketEndpoint::on_readable() {
 void SocketEndpoint::throttle(std::chrono::nanoseconds wait) {
   ++counters_.throttled;
   if (sys::worth_logging(counters_.throttled))
-    spdlog::warn("port {}: frontend over its share of the control thread; its messages wait {} ms (#{})",
-                 options_.name, std::chrono::ceil<std::chrono::milliseconds>(wait).count(),
-                 counters_.throttled);
+    spdlog::warn(
+        "port {}: frontend over its share of the control thread; its messages wait {} ms (#{})",
+        options_.name, std::chrono::ceil<std::chrono::milliseconds>(wait).count(),
+        counters_.throttled);
   throttle_timer_.expires_after(wait);
   throttle_timer_.async_wait([this, alive = std::weak_ptr<int>(alive_),
                               turn = connections_](const boost::system::error_code& ec) {

@@ -26,7 +26,7 @@ enum class QueueError : std::uint8_t {
   kTooManyDescriptors,     // a chain holds more than kMaxChainDescriptors buffers
   kEmptyChain,             // a chain without a single byte to read or write
   kMemoryTruncated,        // the guest memory's file was cut short under its mapping
-  kLogOutOfRange,  // a write to log lies beyond the dirty log (or the used ring's log address)
+  kLogOutOfRange,   // a write to log lies beyond the dirty log (or the used ring's log address)
   kBeyondAnyFrame,  // a transmit chain longer than the longest frame a device may be sent
   kCount
 };

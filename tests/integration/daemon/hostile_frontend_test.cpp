@@ -203,16 +203,16 @@ TEST_F(HostileFrontend, AResetStormIsHeldToItsShareOfTheControlThread) {
   const auto t1 = Clock::now();
   expect_bystanders_served("during a reset storm");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const double held_rate =
-      static_cast<double>(resets.load() - before) /
-      std::chrono::duration<double>(Clock::now() - t1).count();
+  const double held_rate = static_cast<double>(resets.load() - before) /
+                           std::chrono::duration<double>(Clock::now() - t1).count();
   stop = true;
   storm.join();
   ASSERT_TRUE(throttled) << port_get("evil").dump();
   std::cout << "  [reset storm] " << before << " resets in " << to_throttle
             << " s before the first pause, then " << held_rate << " resets/s\n";
   EXPECT_GT(before, 0u);
-  EXPECT_EQ(port_get("a").at("frontend").at("throttled"), 0) << "a well-behaved frontend never waits";
+  EXPECT_EQ(port_get("a").at("frontend").at("throttled"), 0)
+      << "a well-behaved frontend never waits";
   EXPECT_EQ(port_get("b").at("frontend").at("throttled"), 0);
   // Still served, only slower: its session goes on.
   EXPECT_TRUE(evil->reset_and_renegotiate()) << evil->last_error();
