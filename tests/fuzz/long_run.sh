@@ -27,7 +27,7 @@ for spec in "$@"; do
   case "$target" in
     control_protocol|control_api) args="-dict=$src/json.dict -max_len=1024" ;;
     config_loader) args="-dict=$src/json.dict" ;;
-    http_request) args="-dict=$src/http.dict" ;;
+    http_request) args="-dict=$src/http.dict -max_len=1100" ;;
     *) args="" ;;
   esac
   mkdir -p "$out/$target"
