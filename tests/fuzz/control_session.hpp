@@ -173,7 +173,9 @@ struct Client {
     }
   }
   void read() {
-    char buf[65536];
+    // Not on the stack: ASan poisons and unpoisons a local's shadow (8 KiB
+    // for this one) on every call, and read() runs after every piece.
+    static char buf[65536];
     for (;;) {
       const ssize_t n = ::recv(fd.get(), buf, sizeof buf, MSG_DONTWAIT);
       // Closed, or reset (the server hung up with our bytes unread).
@@ -200,25 +202,26 @@ inline void check(const Client& client, std::size_t limit) {
                  std::to_string(expected.ids.size()) + " expected");
   for (std::size_t i = 0; i < client.lines.size(); ++i) {
     const json& r = client.lines[i];
-    const std::string text = r.dump(-1, ' ', false, json::error_handler_t::replace);
+    // Dumped only for the message of a violation, not for every reply.
+    const auto text = [&r] { return r.dump(-1, ' ', false, json::error_handler_t::replace); };
     if (!r.is_object() || !r.contains("jsonrpc") || r["jsonrpc"] != "2.0" || !r.contains("id"))
-      violated("a reply without jsonrpc 2.0 and an id", text);
-    if (r["id"] != expected.ids[i]) violated("a reply with another request's id", text);
+      violated("a reply without jsonrpc 2.0 and an id", text());
+    if (r["id"] != expected.ids[i]) violated("a reply with another request's id", text());
     if (r.contains("result") == r.contains("error"))
-      violated("a reply needs exactly one of result and error", text);
+      violated("a reply needs exactly one of result and error", text());
     if (r.contains("error")) {
       const json& e = r["error"];
       if (!e.is_object() || !e.contains("code") || !e["code"].is_number_integer() ||
           !e.contains("message") || !e["message"].is_string())
-        violated("an error object without code and message", text);
+        violated("an error object without code and message", text());
       const int code = e["code"].get<int>();
       if (code == static_cast<int>(RpcErrorCode::kInternalError))
-        violated("an internal error", text);
+        violated("an internal error", text());
       const bool too_large = code == static_cast<int>(RpcErrorCode::kRequestTooLarge);
       if (too_large != (expected.too_large && i + 1 == client.lines.size()))
-        violated("request_too_large where it is not, or not where it is", text);
+        violated("request_too_large where it is not, or not where it is", text());
     } else if (expected.too_large && i + 1 == client.lines.size()) {
-      violated("a line over the limit was answered", text);
+      violated("a line over the limit was answered", text());
     }
   }
   if (expected.too_large && !client.eof_before_hang_up)
