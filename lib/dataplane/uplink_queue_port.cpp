@@ -378,8 +378,11 @@ bool UplinkQueuePort::put_copy_on_tx(const net::ByteSpans& bytes) {
   const std::uint32_t frame_size = umem_->config().frame_size;
   const std::uint32_t n = tx_descriptors(bytes.len);
   if (n == 0 || n > socket_->tx_max_packet_descriptors() || n > kMaxChain) return false;
-  std::array<std::uint64_t, kMaxChain> addrs{};
-  std::array<std::uint32_t, kMaxChain> lens{};
+  // Only [0, n) is written and read: not value-initialized, which would zero
+  // 768 bytes per frame (`rep stos`, two thirds of this function's time on
+  // 64-byte frames).
+  std::array<std::uint64_t, kMaxChain> addrs;
+  std::array<std::uint32_t, kMaxChain> lens;
   for (std::uint32_t i = 0; i < n; ++i) {
     addrs[i] = umem_->frames().alloc();
     lens[i] = std::min(frame_size, bytes.len - i * frame_size);

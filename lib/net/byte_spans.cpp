@@ -13,6 +13,12 @@ ByteSpans::ByteSpans(const ByteSpan* s, std::uint32_t n) noexcept : spans(s), co
 
 std::uint32_t gather(const ByteSpans& frame, std::uint32_t offset, std::uint8_t* out,
                      std::uint32_t n) noexcept {
+  // One span holding the range (a 64-byte frame from one descriptor): no cursor.
+  if (n != 0 && frame.count != 0 && offset <= frame.spans[0].len &&
+      n <= frame.spans[0].len - offset) {
+    std::memcpy(out, frame.spans[0].data + offset, n);
+    return n;
+  }
   SpanCursor cursor(frame, offset);
   if (cursor.position() != offset) return 0;
   return cursor.copy(out, n);
