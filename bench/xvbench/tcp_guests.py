@@ -771,8 +771,8 @@ def table(records):
     if not recs:
         return []
     present = [b for b in BACKENDS if any(r.get("backend") == b for r in recs)]
-    lines = ["| path | scenario | Mbit/s | retransmits | backend CPU ms/Gbit | backend core | Mbit/s ÷ tap |"
-             " CPU/Gbit ÷ tap | n |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| path | scenario | Mbit/s | retransmits | backend CPU ms/Gbit | backend core | guest vCPUs busy |"
+             " Mbit/s ÷ tap | CPU/Gbit ÷ tap | n |", "|---|---|---|---|---|---|---|---|---|---|"]
     f0 = lambda v: f"{v:,.0f}"  # noqa: E731
     fp = lambda v: f"{v * 100:.0f}%"  # noqa: E731
     for scen in SCENARIOS:
@@ -784,7 +784,7 @@ def table(records):
             if not ok:
                 why = (bad[0].get("error") or bad[0]["status"]).splitlines()[0][:90] if bad else "not run"
                 lines.append(f"| {b} | {SCEN_TITLES[scen]} | {bad[0]['status'] if bad else '–'}: {why} |"
-                             " | | | | | |")
+                             " | | | | | | |")
                 continue
             res = [r["result"] for r in ok]
             if b == "tap":
@@ -797,7 +797,8 @@ def table(records):
             lines.append(f"| {b} | {SCEN_TITLES[scen]} | {_rng([x.get('mbps') for x in res], f0)} | "
                          f"{_rng([x.get('retransmits') for x in res], f0)} | "
                          f"{_rng([x.get('backend_ms_per_gbit') for x in res], f0)} | "
-                         f"{_rng([x.get('backend_core_fraction') for x in res], fp)} | {rt} | {rc} | "
+                         f"{_rng([x.get('backend_core_fraction') for x in res], fp)} | "
+                         f"{_rng([dig(x, 'cpu', 'guest', 'core_fraction') for x in res], fp)} | {rt} | {rc} | "
                          f"{len(ok)}{'' if not bad else f' (+{len(bad)} failed)'} |")
     lines += ["", "| issue 11 target (xdpvhostd ÷ tap, median of per-repetition ratios) | this run | |",
               "|---|---|---|"]
