@@ -13,6 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "xsk/ring_mapping.hpp"
+#include "xsk/tx_metadata.hpp"
+
 #ifndef SOL_XDP
 #define SOL_XDP 283
 #endif
@@ -77,46 +80,48 @@ std::unique_ptr<Umem> Umem::create(const UmemConfig& config, std::string& error)
   }
 
   std::unique_ptr<Umem> umem(new Umem(config, sys::MemoryMapping(addr, length), huge));
-  xsk_umem_config cfg{};
-  cfg.fill_size = config.fill_size;
-  cfg.comp_size = config.comp_size;
-  cfg.frame_size = config.frame_size;
-  cfg.frame_headroom = config.frame_headroom;
-  cfg.flags = 0;
-  const int err = xsk_umem__create(&umem->umem_, addr, bytes, &umem->fill_, &umem->comp_, &cfg);
-  if (err != 0) {
-    umem->umem_ = nullptr;
-    error = std::string("umem: xsk_umem__create: ") + std::strerror(-err);
-    return nullptr;
-  }
+  if (!umem->register_area(error)) return nullptr;
   return umem;
 }
 
-// libxdp unmaps the fill/completion rings only when a socket that used them
-// is deleted; a Umem that never got a socket would leak the two mappings.
-void Umem::unmap_unused_rings() noexcept {
-  xdp_mmap_offsets off{};
-  socklen_t len = sizeof off;
-  if (::getsockopt(fd(), SOL_XDP, XDP_MMAP_OFFSETS, &off, &len) != 0 || len != sizeof off) return;
-  if (fill_.ring != nullptr) {
-    ::munmap(static_cast<std::uint8_t*>(fill_.ring) - off.fr.desc,
-             off.fr.desc + std::size_t{config_.fill_size} * sizeof(std::uint64_t));
+// XDP_UMEM_REG on a socket of our own, then the FILL and COMPLETION rings
+// (what xsk_umem__create does, plus the TX metadata room).
+bool Umem::register_area(std::string& error) {
+  fd_.reset(::socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0));
+  if (!fd_.valid()) {
+    error = std::string("umem: socket(AF_XDP): ") + std::strerror(errno);
+    return false;
   }
-  if (comp_.ring != nullptr) {
-    ::munmap(static_cast<std::uint8_t*>(comp_.ring) - off.cr.desc,
-             off.cr.desc + std::size_t{config_.comp_size} * sizeof(std::uint64_t));
+  UmemRegistration reg;
+  reg.addr = reinterpret_cast<std::uintptr_t>(area_.data());
+  reg.len = std::uint64_t{config_.frame_size} * config_.frame_count;
+  reg.chunk_size = config_.frame_size;
+  reg.headroom = config_.frame_headroom;
+  const auto register_with = [&](std::uint32_t flags, std::uint32_t metadata_len) {
+    reg.flags = flags;
+    reg.tx_metadata_len = metadata_len;
+    return ::setsockopt(fd_.get(), SOL_XDP, XDP_UMEM_REG, &reg, sizeof reg) == 0;
+  };
+  bool registered = false;
+  if (config_.tx_metadata) {
+    registered = register_with(kUmemTxMetadataLen, kTxMetadataLen);
+    if (registered) {
+      tx_offset_ = kTxMetadataLen;
+    } else {
+      tx_metadata_refusal_ =
+          std::string("TX metadata refused (Linux 6.11+ needed): ") + std::strerror(errno);
+    }
   }
-}
-
-Umem::~Umem() {
-  if (umem_ == nullptr) return;
-  if (!socket_bound_) unmap_unused_rings();
-  if (xsk_umem__delete(umem_) != 0) {
-    // A socket still uses this UMEM: the kernel would keep DMA/copying into
-    // memory we are about to unmap. This is a lifetime bug in the caller.
-    std::fprintf(stderr, "xsk::Umem destroyed while a socket still uses it\n");
-    std::abort();
+  if (!registered && !register_with(0, 0)) {
+    error = std::string("umem: XDP_UMEM_REG: ") + std::strerror(errno);
+    return false;
   }
+  return map_producer_ring(fd_.get(), XDP_UMEM_FILL_RING, XDP_UMEM_PGOFF_FILL_RING,
+                           config_.fill_size, sizeof(std::uint64_t), "fill", fill_map_, fill_,
+                           error) &&
+         map_consumer_ring(fd_.get(), XDP_UMEM_COMPLETION_RING, XDP_UMEM_PGOFF_COMPLETION_RING,
+                           config_.comp_size, sizeof(std::uint64_t), "completion", comp_map_, comp_,
+                           error);
 }
 
 std::uint32_t Umem::max_rx_frame_len() const noexcept {

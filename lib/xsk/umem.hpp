@@ -1,14 +1,17 @@
 #pragma once
 // The UMEM of one AF_XDP socket: the frame area (anonymous mmap, optionally
-// on huge pages), its registration with the kernel, and the two rings that
-// belong to a UMEM -- FILL (we produce free frames for RX) and COMPLETION
-// (the kernel returns frames whose TX finished). Thin inline wrappers over
+// on huge pages), its registration with the kernel (XDP_UMEM_REG on the
+// AF_XDP socket this Umem owns; with TX metadata room where asked for and
+// the kernel takes it, see tx_metadata.hpp), and the two rings that belong
+// to a UMEM -- FILL (we produce free frames for RX) and COMPLETION (the
+// kernel returns frames whose TX finished). Thin inline wrappers over
 // libxdp's <xdp/xsk.h> ring helpers; no syscalls on the ring paths.
 //
-// Lifetime: one Umem serves exactly one XskSocket. libxdp ties the fill and
-// completion rings to the first socket bound on the UMEM and unmaps them when
-// that socket is deleted, so a Umem cannot be rebound; to recover an uplink,
-// create a new Umem and socket. Destroy the socket before the Umem.
+// Lifetime: one Umem serves exactly one XskSocket, which is bound on the
+// Umem's own socket fd (as libxdp binds the first socket of a UMEM); to
+// recover an uplink, create a new Umem and socket. Destroy the socket
+// before the Umem. Closing the fd (first, in the destructor) ends the
+// kernel's use of the area before it is unmapped.
 //
 // Threading: the rings are single-producer/single-consumer; only the service
 // thread that owns the socket may call the ring methods.
@@ -21,6 +24,7 @@
 #include <string>
 
 #include "sys/memory_mapping.hpp"
+#include "sys/unique_fd.hpp"
 #include "xsk/frame_pool.hpp"
 
 namespace xdpvhost::xsk {
@@ -32,13 +36,17 @@ struct UmemConfig {
   std::uint32_t comp_size = 2048;    // ring entries, power of two
   std::uint32_t frame_headroom = 0;  // bytes the kernel leaves free before RX data
   bool hugepages = false;            // try MAP_HUGETLB first; falls back (reported)
+  // Reserve kTxMetadataLen bytes before every TX descriptor for AF_XDP TX
+  // metadata (checksum offload). Where the kernel refuses (before Linux
+  // 6.11) the UMEM is registered without it: tx_metadata() says which.
+  bool tx_metadata = false;
 };
 
 class Umem {
  public:
   // Maps and registers the area. Returns nullptr and sets `error` on failure.
   static std::unique_ptr<Umem> create(const UmemConfig& config, std::string& error);
-  ~Umem();
+  ~Umem() = default;
   Umem(const Umem&) = delete;
   Umem& operator=(const Umem&) = delete;
 
@@ -51,6 +59,14 @@ class Umem {
   bool on_hugepages() const noexcept { return on_hugepages_; }
   std::uint8_t* area() const noexcept { return area_.data(); }
   std::size_t area_size() const noexcept { return area_.size(); }
+  // Registered with TX metadata room: every TX descriptor starts
+  // tx_offset() bytes into its frame, and may carry kTxMetadataOption.
+  bool tx_metadata() const noexcept { return tx_offset_ != 0; }
+  // Why not, when asked for ("" otherwise).
+  const std::string& tx_metadata_refusal() const noexcept { return tx_metadata_refusal_; }
+  // Where TX data starts in a frame, and how many bytes it may hold there.
+  std::uint32_t tx_offset() const noexcept { return tx_offset_; }
+  std::uint32_t tx_room() const noexcept { return config_.frame_size - tx_offset_; }
   // Pointer to the byte at UMEM offset addr (a descriptor's addr field).
   std::uint8_t* data(std::uint64_t addr) const noexcept { return area_.data() + addr; }
   FramePool& frames() noexcept { return frames_; }
@@ -102,25 +118,27 @@ class Umem {
   std::uint32_t tx_in_flight() const noexcept { return tx_in_flight_; }
   void note_tx_submitted(std::uint32_t n) noexcept { tx_in_flight_ += n; }
 
-  // For XskSocket.
-  xsk_umem* handle() const noexcept { return umem_; }
-  xsk_ring_prod* fill_ring() noexcept { return &fill_; }
-  xsk_ring_cons* comp_ring() noexcept { return &comp_; }
-  int fd() const noexcept { return xsk_umem__fd(umem_); }
+  // For XskSocket: the AF_XDP socket the UMEM is registered on, which the
+  // XskSocket binds.
+  int fd() const noexcept { return fd_.get(); }
   void note_socket_bound() noexcept { socket_bound_ = true; }
   bool socket_bound() const noexcept { return socket_bound_; }
 
  private:
   Umem(const UmemConfig& config, sys::MemoryMapping area, bool hugepages);
-  void unmap_unused_rings() noexcept;
+  bool register_area(std::string& error);
 
   UmemConfig config_;
   sys::MemoryMapping area_;
   bool on_hugepages_;
   FramePool frames_;
-  xsk_umem* umem_ = nullptr;
+  sys::MemoryMapping fill_map_;
+  sys::MemoryMapping comp_map_;
+  sys::UniqueFd fd_;  // after the mappings: closed before they are unmapped
   xsk_ring_prod fill_{};
   xsk_ring_cons comp_{};
+  std::uint32_t tx_offset_ = 0;
+  std::string tx_metadata_refusal_;
   std::uint32_t tx_in_flight_ = 0;
   bool socket_bound_ = false;
 };

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "xsk/ring_mapping.hpp"
+
 #ifndef SOL_XDP
 #define SOL_XDP 283
 #endif
@@ -36,17 +38,14 @@ const char* to_string(WakeupResult result) {
 
 namespace {
 
-int bind(Umem& umem, const XskSocketConfig& config, std::uint16_t mode_flag, bool sg,
-         xsk_socket** xsk, xsk_ring_cons* rx, xsk_ring_prod* tx) {
-  xsk_socket_config cfg{};
-  cfg.rx_size = config.rx_size;
-  cfg.tx_size = config.tx_size;
-  cfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
-  cfg.xdp_flags = 0;
-  cfg.bind_flags = static_cast<std::uint16_t>(
+int bind(int fd, int ifindex, const XskSocketConfig& config, std::uint16_t mode_flag, bool sg) {
+  sockaddr_xdp addr{};
+  addr.sxdp_family = AF_XDP;
+  addr.sxdp_flags = static_cast<std::uint16_t>(
       mode_flag | (config.need_wakeup ? XDP_USE_NEED_WAKEUP : 0) | (sg ? kBindUseSg : 0));
-  return xsk_socket__create(xsk, config.ifname.c_str(), config.queue_id, umem.handle(), rx, tx,
-                            &cfg);
+  addr.sxdp_ifindex = static_cast<std::uint32_t>(ifindex);
+  addr.sxdp_queue_id = config.queue_id;
+  return ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 ? 0 : -errno;
 }
 
 // One bind the socket tries: a mode, with or without XDP_USE_SG.
@@ -86,6 +85,13 @@ std::unique_ptr<XskSocket> XskSocket::create(Umem& umem, const XskSocketConfig& 
   }
   std::unique_ptr<XskSocket> sock(new XskSocket(umem, config));
   sock->ifindex_ = static_cast<int>(ifindex);
+  // The RX and TX rings on the UMEM's socket, once: a refused bind leaves
+  // the socket unbound, and the next attempt binds it with other flags.
+  if (!map_consumer_ring(umem.fd(), XDP_RX_RING, XDP_PGOFF_RX_RING, config.rx_size,
+                         sizeof(xdp_desc), "rx", sock->rx_map_, sock->rx_, error) ||
+      !map_producer_ring(umem.fd(), XDP_TX_RING, XDP_PGOFF_TX_RING, config.tx_size,
+                         sizeof(xdp_desc), "tx", sock->tx_map_, sock->tx_, error))
+    return nullptr;
 
   BindAttempt attempts[4];
   const std::uint32_t count = bind_attempts(config, attempts);
@@ -95,12 +101,11 @@ std::unique_ptr<XskSocket> XskSocket::create(Umem& umem, const XskSocketConfig& 
   const BindAttempt* bound = nullptr;
   for (std::uint32_t i = 0; i < count; ++i) {
     const BindAttempt& a = attempts[i];
-    const int err = bind(umem, config, a.mode_flag, a.sg, &sock->xsk_, &sock->rx_, &sock->tx_);
+    const int err = bind(umem.fd(), sock->ifindex_, config, a.mode_flag, a.sg);
     if (err == 0) {
       bound = &a;
       break;
     }
-    sock->xsk_ = nullptr;
     last_refusal = std::strerror(-err);
     if (a.mode_flag == XDP_ZEROCOPY && zc_refusal.empty()) zc_refusal = last_refusal;
     if (a.sg) sg_refusal = last_refusal;
@@ -135,10 +140,6 @@ std::unique_ptr<XskSocket> XskSocket::create(Umem& umem, const XskSocketConfig& 
   if (!sock->zero_copy_ && !zc_refusal.empty())
     sock->bind_report_ += " (zerocopy refused: " + zc_refusal + ")";
   return sock;
-}
-
-XskSocket::~XskSocket() {
-  if (xsk_ != nullptr) xsk_socket__delete(xsk_);
 }
 
 WakeupResult XskSocket::classify(long ret) noexcept {

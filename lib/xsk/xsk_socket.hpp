@@ -1,7 +1,7 @@
 #pragma once
-// One AF_XDP socket bound to (interface, queue) with its RX and TX rings,
-// created through libxdp's xsk_socket__create with
-// XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD: the XDP program is ours
+// One AF_XDP socket bound to (interface, queue) with its RX and TX rings:
+// the UMEM's own socket (Umem), its rings mapped as libxdp maps them
+// (ring_mapping.hpp) and bound here. The XDP program is ours
 // (nic::XdpProgram), and the caller puts fd() into its xsks_map.
 //
 // Bind mode: kAuto tries XDP_ZEROCOPY and falls back to XDP_COPY; the mode
@@ -92,11 +92,11 @@ class XskSocket {
   // Returns nullptr and sets `error` on failure.
   static std::unique_ptr<XskSocket> create(Umem& umem, const XskSocketConfig& config,
                                            std::string& error);
-  ~XskSocket();
+  ~XskSocket() = default;
   XskSocket(const XskSocket&) = delete;
   XskSocket& operator=(const XskSocket&) = delete;
 
-  int fd() const noexcept { return xsk_socket__fd(xsk_); }
+  int fd() const noexcept { return umem_.fd(); }
   const XskSocketConfig& config() const noexcept { return config_; }
   int ifindex() const noexcept { return ifindex_; }
   Umem& umem() noexcept { return umem_; }
@@ -224,7 +224,8 @@ class XskSocket {
 
   Umem& umem_;
   XskSocketConfig config_;
-  xsk_socket* xsk_ = nullptr;
+  sys::MemoryMapping rx_map_;
+  sys::MemoryMapping tx_map_;
   xsk_ring_cons rx_{};
   xsk_ring_prod tx_{};
   int ifindex_ = 0;
