@@ -64,9 +64,9 @@ void print_uplink_list(const json& uplinks, std::ostream& out) {
     out << "no uplinks\n";
     return;
   }
-  TextTable t({"NAME", "INTERFACE", "LINK", "BIND", "QUEUE", "BOUND", "NAPI ID", "THREAD",
-               "NAPI BUSY POLL"},
-              {false, false, false, false, true, false, true, true, false});
+  TextTable t({"NAME", "INTERFACE", "LINK", "BIND", "QUEUE", "BOUND", "TX CHECKSUM", "NAPI ID",
+               "THREAD", "NAPI BUSY POLL"},
+              {false, false, false, false, true, false, false, true, true, false});
   for (const auto& u : uplinks) {
     const auto& queues = array_or_empty(u, "queues");
     if (queues.empty())
@@ -79,7 +79,8 @@ void print_uplink_list(const json& uplinks, std::ostream& out) {
                n.value("reason", std::string()) + ")";
       }
       t.add({cell(u, "name"), cell(u, "interface"), cell(u, "link"), cell(u, "bind"),
-             cell(q, "queue"), cell(q, "bind_mode"), cell(q, "napi_id"), cell(q, "thread"), busy});
+             cell(q, "queue"), cell(q, "bind_mode"), cell(q, "tx_checksum"), cell(q, "napi_id"),
+             cell(q, "thread"), busy});
     }
   }
   t.print(out);

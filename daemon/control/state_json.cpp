@@ -154,6 +154,7 @@ json uplink_status(const UplinkConfig& config, const controller::UplinkControlle
   for (const auto& q : u.queue_reports())
     queues.push_back(json{{"queue", q.queue},
                           {"bind_mode", q.bind_mode},
+                          {"tx_checksum", q.tx_checksum},
                           {"napi_id", q.napi_id},
                           {"thread", q.thread},
                           {"napi_busy_poll", json{{"requested", q.napi_requested},

@@ -181,6 +181,9 @@ bool UplinkController::bind_queues(std::string& error) {
     umem_config.fill_size = 2 * config_.ring_size;
     umem_config.comp_size = config_.ring_size;
     umem_config.frame_count = 4 * config_.ring_size;  // fill + RX in flight + TX
+    // Room for AF_XDP TX metadata: checksums left to the kernel or device
+    // (UplinkQueuePort::bind says whether they are).
+    umem_config.tx_metadata = true;
     std::string why;
     auto umem = xsk::Umem::create(umem_config, why);
     std::unique_ptr<xsk::XskSocket> socket;
@@ -207,8 +210,9 @@ bool UplinkController::bind_queues(std::string& error) {
       ok = false;
       continue;
     }
-    spdlog::info("uplink {}: queue {} bound: {}", config_.name, port->queue(),
-                 socket->bind_report());
+    spdlog::info("uplink {}: queue {} bound: {}{}", config_.name, port->queue(),
+                 socket->bind_report(),
+                 umem->tx_metadata() ? ", TX metadata" : " (" + umem->tx_metadata_refusal() + ")");
     if (i == 0) {  // the queues are bound alike; the first one's facts stand for all
       frame_facts_.zero_copy = socket->zero_copy();
       frame_facts_.socket_multi_buffer = socket->multi_buffer();
@@ -376,6 +380,9 @@ std::vector<UplinkController::QueueReport> UplinkController::queue_reports() con
     r.queue = ports_[i]->queue();
     r.thread = threads_[i];
     r.bind_mode = !st.bound.load() ? "unbound" : st.zero_copy.load() ? "zerocopy" : "copy";
+    r.tx_checksum = !st.bound.load()                ? "unbound"
+                    : st.tx_checksum_offload.load() ? "offloaded"
+                                                    : "software";
     r.napi_id = st.napi_id.load();
     r.napi_requested = st.napi_busy_poll_requested.load();
     r.napi_active = st.napi_busy_poll_active.load();

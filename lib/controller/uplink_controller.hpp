@@ -44,7 +44,8 @@ class UplinkController {
   struct QueueReport {
     std::uint32_t queue = 0;
     std::uint16_t thread = 0;
-    std::string bind_mode;  // zerocopy | copy | unbound
+    std::string bind_mode;    // zerocopy | copy | unbound
+    std::string tx_checksum;  // offloaded | software | unbound
     std::string bind_report;
     std::uint32_t napi_id = 0;
     bool napi_requested = false, napi_active = false;

@@ -3,6 +3,7 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
@@ -11,6 +12,7 @@
 #include "net/byte_order.hpp"
 #include "net/ethernet.hpp"
 #include "net/gso_segmenter.hpp"
+#include "xsk/tx_metadata.hpp"
 
 namespace xdpvhost::dataplane {
 
@@ -70,6 +72,8 @@ void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
   umem_->refill(umem_->fill_free(umem_->config().fill_size));
   status_.bound.store(true);
   status_.zero_copy.store(socket_->zero_copy());
+  tx_checksum_offload_ = umem_->tx_metadata() && !socket_->zero_copy();
+  status_.tx_checksum_offload.store(tx_checksum_offload_);
   std::uint32_t napi = 0;
   xsk::read_napi_id(socket_->fd(), napi);
   status_.napi_id.store(napi);
@@ -346,7 +350,7 @@ bool UplinkQueuePort::has_tx_room(std::uint32_t descriptors) const noexcept {
 }
 
 std::uint32_t UplinkQueuePort::tx_descriptors(std::uint32_t len) const noexcept {
-  return xsk::descriptors_for(len, umem_->config().frame_size);
+  return xsk::descriptors_for(len, umem_->tx_room());
 }
 
 bool UplinkQueuePort::can_accept(const Frame& frame) const noexcept {
@@ -357,11 +361,12 @@ bool UplinkQueuePort::can_accept(const Frame& frame) const noexcept {
 }
 
 void UplinkQueuePort::put_on_tx(const std::uint64_t* addrs, const std::uint32_t* lens,
-                                std::uint32_t descriptors, std::uint32_t len) {
+                                std::uint32_t descriptors, std::uint32_t len,
+                                std::uint32_t first_options) {
   std::uint32_t idx = 0;
   socket_->tx_reserve_packet(descriptors, idx);  // has_tx_room() said there is room
   for (std::uint32_t i = 0; i < descriptors; ++i)
-    socket_->tx_packet_desc(idx, i, descriptors, addrs[i], lens[i]);
+    socket_->tx_packet_desc(idx, i, descriptors, addrs[i], lens[i], first_options);
   tx_reserved_ += descriptors;
   counters().tx_packets.add();
   counters().tx_bytes.add(len);
@@ -375,7 +380,8 @@ void UplinkQueuePort::put_on_tx(const std::uint64_t* addrs, const std::uint32_t*
 }
 
 bool UplinkQueuePort::put_copy_on_tx(const net::ByteSpans& bytes) {
-  const std::uint32_t frame_size = umem_->config().frame_size;
+  // TX data starts tx_offset() into each frame (after the metadata room).
+  const std::uint32_t room = umem_->tx_room();
   const std::uint32_t n = tx_descriptors(bytes.len);
   if (n == 0 || n > socket_->tx_max_packet_descriptors() || n > kMaxChain) return false;
   // Only [0, n) is written and read: not value-initialized, which would zero
@@ -384,9 +390,9 @@ bool UplinkQueuePort::put_copy_on_tx(const net::ByteSpans& bytes) {
   std::array<std::uint64_t, kMaxChain> addrs;
   std::array<std::uint32_t, kMaxChain> lens;
   for (std::uint32_t i = 0; i < n; ++i) {
-    addrs[i] = umem_->frames().alloc();
-    lens[i] = std::min(frame_size, bytes.len - i * frame_size);
-    net::gather(bytes, i * frame_size, umem_->data(addrs[i]), lens[i]);
+    addrs[i] = umem_->frames().alloc() + umem_->tx_offset();
+    lens[i] = std::min(room, bytes.len - i * room);
+    net::gather(bytes, i * room, umem_->data(addrs[i]), lens[i]);
   }
   put_on_tx(addrs.data(), lens.data(), n, bytes.len);
   return true;
@@ -414,8 +420,10 @@ void UplinkQueuePort::deliver(const Frame& frame) {
 }
 
 // A guest's GSO frame, or one with a checksum left to the "NIC": segmented
-// (or copied whole) straight into UMEM frames, headers fixed and checksums
-// finished in software on the way. A segment longer than one UMEM frame
+// (or copied whole) straight into UMEM frames, headers fixed on the way.
+// Checksums: left to the kernel through TX metadata (ChecksumMode::partial)
+// where the socket takes it and every segment fits one UMEM frame,
+// finished in software otherwise. A segment longer than one UMEM frame
 // (jumbo MTU) is made in a scratch buffer and copied out as a chain.
 void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
   const std::uint32_t segments = frame.offload.segments;
@@ -424,23 +432,37 @@ void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
     counters().drop(DropReason::kUplinkTxFull);
     return;
   }
+  const bool offload = tx_checksum_offload_ && per_segment == 1;
   struct UmemSink {
     UplinkQueuePort& port;
-    std::uint32_t frame_size;
+    std::uint32_t room;
     std::uint32_t max_frame;
     std::uint64_t addr = 0;  // the UMEM frame handed out, while `held`
     bool held = false;
     bool failed = false;
+    std::uint32_t offloaded = 0;  // segments whose checksum the kernel finishes
     net::SegmentBuffer next_buffer(std::uint32_t len) noexcept {
       if (len > max_frame) return {};
-      if (len > frame_size) return {port.tx_scratch_.data(), max_frame};
-      addr = port.umem_->frames().alloc();
+      if (len > room) return {port.tx_scratch_.data(), max_frame};
+      addr = port.umem_->frames().alloc() + port.umem_->tx_offset();
       held = true;
-      return {port.umem_->data(addr), frame_size};
+      return {port.umem_->data(addr), room};
     }
     void commit(const net::SegmentBuffer& b, const net::SegmentMeta& meta) noexcept {
       if (b.data != port.tx_scratch_.data()) {
-        port.put_on_tx(&addr, &meta.len, 1, meta.len);
+        std::uint32_t options = 0;
+        if (meta.csum_partial) {
+          // Read by the kernel before the descriptor's data; plain stores,
+          // published with the descriptor by tx_submit's store-release.
+          xsk::TxMetadata md;
+          md.flags = xsk::kTxMetadataChecksum;
+          md.csum_start = meta.csum_start;
+          md.csum_offset = meta.csum_offset;
+          std::memcpy(b.data - xsk::kTxMetadataLen, &md, sizeof md);
+          options = xsk::kTxMetadataOption;
+          ++offloaded;
+        }
+        port.put_on_tx(&addr, &meta.len, 1, meta.len, options);
         held = false;
         return;
       }
@@ -451,18 +473,21 @@ void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
       bytes.len = meta.len;
       if (!port.put_copy_on_tx(bytes)) failed = true;
     }
-  } sink{*this, umem_->config().frame_size,
+  } sink{*this, umem_->tx_room(),
          std::min(options_.max_frame, static_cast<std::uint32_t>(tx_scratch_.size()))};
   const net::SegmentResult r =
-      net::segment(frame.bytes(), frame.offload, net::ChecksumMode::software, sink);
+      net::segment(frame.bytes(), frame.offload,
+                   offload ? net::ChecksumMode::partial : net::ChecksumMode::software, sink);
   if (r.status == net::SegmentStatus::buffer_too_small || sink.failed) {
     if (sink.held) umem_->frames().free(sink.addr);  // handed out, not committed
     counters().drop(DropReason::kOversize);
     return;
   }
   if (frame.offload.is_gso()) counters().gso_segments.add(r.segments);
-  if (frame.offload.request.csum.needed || frame.offload.is_gso())
-    counters().csum_software.add(r.segments);
+  if (frame.offload.request.csum.needed || frame.offload.is_gso()) {
+    counters().csum_offloaded.add(sink.offloaded);
+    counters().csum_software.add(r.segments - sink.offloaded);
+  }
 }
 
 void UplinkQueuePort::kick_tx() noexcept {

@@ -36,6 +36,7 @@ namespace xdpvhost::dataplane {
 struct UplinkQueueStatus {
   std::atomic<bool> bound{false};
   std::atomic<bool> zero_copy{false};
+  std::atomic<bool> tx_checksum_offload{false};  // see tx_checksum_offload_
   std::atomic<bool> link_up{false};
   std::atomic<std::uint32_t> napi_id{0};
   std::atomic<bool> napi_busy_poll_requested{false};
@@ -100,8 +101,10 @@ class UplinkQueuePort final : public Port {
   std::uint32_t tx_descriptors(std::uint32_t len) const noexcept;
   // One packet, already in UMEM frames addrs[0..descriptors), onto the TX
   // ring (a chain with XDP_PKT_CONTD when several).
+  // `first_options`: xsk::kTxMetadataOption when the metadata before the
+  // first frame's data asks for a checksum.
   void put_on_tx(const std::uint64_t* addrs, const std::uint32_t* lens, std::uint32_t descriptors,
-                 std::uint32_t len);
+                 std::uint32_t len, std::uint32_t first_options = 0);
   // `bytes` copied into as many UMEM frames as it needs and put on TX;
   // false if the socket cannot send a chain that long.
   bool put_copy_on_tx(const net::ByteSpans& bytes);
@@ -117,6 +120,11 @@ class UplinkQueuePort final : public Port {
   std::unique_ptr<xsk::XskSocket> socket_;
   std::unique_ptr<nic::FloodSocket> flood_;
   bool link_up_ = false;
+  // Checksums of frames that fit one UMEM frame go to the kernel through TX
+  // metadata: the UMEM has the room, and the socket is in copy mode (the
+  // kernel's skb takes CHECKSUM_PARTIAL on any device; a zero-copy driver
+  // may not implement the request, and its capability is not read yet).
+  bool tx_checksum_offload_ = false;
   std::uint32_t tx_reserved_ = 0;  // descriptors written but not submitted
   bool tx_needs_kick_ = false;
 

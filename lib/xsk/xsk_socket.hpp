@@ -184,12 +184,14 @@ class XskSocket {
   // idx + i): addr, len (> 0: the kernel refuses empty descriptors) and
   // XDP_PKT_CONTD on every descriptor but the last. Plain stores; tx_submit
   // publishes them.
+  // `first_options` go on descriptor 0 only (kTxMetadataOption: the
+  // kernel reads a packet's metadata before its first descriptor).
   void tx_packet_desc(std::uint32_t idx, std::uint32_t i, std::uint32_t count, std::uint64_t addr,
-                      std::uint32_t len) noexcept {
+                      std::uint32_t len, std::uint32_t first_options = 0) noexcept {
     xdp_desc& d = tx_desc(idx + i);
     d.addr = addr;
     d.len = len;
-    d.options = tx_options(i, count);
+    d.options = tx_options(i, count) | (i == 0 ? first_options : 0);
   }
   bool tx_needs_wakeup() const noexcept { return xsk_ring_prod__needs_wakeup(&tx_) != 0; }
   // Submitted descriptors the kernel has not consumed yet.
