@@ -33,8 +33,8 @@ UplinkQueuePort::UplinkQueuePort(std::uint32_t id, std::string name, std::uint32
     : Port(id, std::move(name), PortKind::kUplink, uplink), options_(options) {
   flood_buffers_.resize(kFloodBatch * kFloodFrameBytes);
   flood_frames_.resize(kFloodBatch);
-  // GRO holds at most a burst of frames: poll_rx never allocates.
-  rx_addrs_.reserve(options_.tunables.rx_burst);
+  // GRO holds at most the descriptors of a burst: poll_rx never allocates.
+  rx_addrs_.reserve(std::max(options_.tunables.rx_burst, kMaxChain));
   status_.napi_busy_poll_requested.store(options_.tunables.napi_busy_poll);
 }
 
@@ -113,7 +113,7 @@ void UplinkQueuePort::set_tunables(const Tunables& t) {
                             t.busy_poll_budget != options_.tunables.busy_poll_budget ||
                             t.busy_poll_us != options_.tunables.busy_poll_us;
   options_.tunables = t;
-  rx_addrs_.reserve(t.rx_burst);
+  rx_addrs_.reserve(std::max(t.rx_burst, kMaxChain));
   status_.napi_busy_poll_requested.store(t.napi_busy_poll);
   if (napi_changed && socket_) {
     starvation_.reset();
@@ -201,12 +201,12 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
   // Frames GRO holds stay in their UMEM frames until the flush at the end of
   // this burst delivers them; nothing waits for a later burst.
   rx_addrs_.clear();
-  auto deliver = [&](const net::GroFrame& f) { forward_gro(forwarder, f); };
+  GroDeliver deliver{*this, forwarder};
   for (; done < got; ++done) {
     const xdp_desc& d = socket_->rx_desc(idx + done);
     if (chains && xsk::continues(d.options)) {
       const xsk::PacketExtent packet = socket_->rx_packet(idx + done, got - done);
-      if (!forward_chain(forwarder, idx + done, packet)) break;  // destination full
+      if (!forward_chain(forwarder, deliver, idx + done, packet)) break;  // destination full
       done += packet.descriptors - 1;
       continue;
     }
@@ -241,7 +241,7 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
   return done;
 }
 
-bool UplinkQueuePort::forward_chain(Forwarder& forwarder, std::uint32_t first,
+bool UplinkQueuePort::forward_chain(Forwarder& forwarder, GroDeliver& deliver, std::uint32_t first,
                                     const xsk::PacketExtent& packet) {
   // rx_peek_packets() hands out whole chains only: packet.complete().
   const auto release = [&] {
@@ -263,6 +263,18 @@ bool UplinkQueuePort::forward_chain(Forwarder& forwarder, std::uint32_t first,
   frame.len = packet.len;
   if (!load_ethernet_header(frame)) {
     counters().drop(DropReason::kMalformed);
+  } else if (coalescable(frame, forwarder)) {
+    // GRO copies the ranges it keeps: chain_spans_ is free again afterwards.
+    const net::GroResult r = gro_.offer(frame.bytes(), /*checksum_verified=*/false, deliver);
+    counters().rx_packets.add();
+    counters().rx_bytes.add(packet.len);
+    if (r.verdict != net::GroVerdict::deliver) {
+      for (std::uint32_t i = 0; i < packet.descriptors; ++i)  // held: freed after the flush
+        rx_addrs_.push_back(socket_->rx_desc(first + i).addr);
+      return true;
+    }
+    frame.data_valid = r.data_valid;
+    forwarder.forward(*this, frame);  // a guest: never held back
   } else {
     if (!forwarder.forward(*this, frame)) return false;  // kept on the ring
     counters().rx_packets.add();

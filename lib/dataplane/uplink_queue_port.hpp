@@ -91,9 +91,17 @@ class UplinkQueuePort final : public Port {
   // Frames for a guest that takes TSO go through GRO; the rest straight on.
   bool coalescable(const Frame& frame, const Forwarder& forwarder) const noexcept;
   void forward_gro(Forwarder& forwarder, const net::GroFrame& f);
-  // A frame of several RX descriptors (multi-buffer) forwarded; false if
-  // its destination is full (the chain stays on the ring).
-  bool forward_chain(Forwarder& forwarder, std::uint32_t first, const xsk::PacketExtent& packet);
+  // What GRO hands finished frames to during poll_rx.
+  struct GroDeliver {
+    UplinkQueuePort& port;
+    Forwarder& forwarder;
+    void operator()(const net::GroFrame& f) { port.forward_gro(forwarder, f); }
+  };
+  // A frame of several RX descriptors (multi-buffer) forwarded, through GRO
+  // when coalescable (then its UMEM frames wait in rx_addrs_ for the flush);
+  // false if its destination is full (the chain stays on the ring).
+  bool forward_chain(Forwarder& forwarder, GroDeliver& deliver, std::uint32_t first,
+                     const xsk::PacketExtent& packet);
   // Room for `descriptors` more UMEM frames between TX and completion, and
   // on the ring.
   bool has_tx_room(std::uint32_t descriptors) const noexcept;
@@ -153,8 +161,12 @@ class UplinkQueuePort final : public Port {
   std::vector<std::uint8_t> tx_scratch_;
 
   net::GroTable gro_;
-  std::vector<std::uint64_t> rx_addrs_;  // UMEM frames of this burst, freed after the GRO flush
-  std::array<Span, net::kGroMaxSegments + 1> gro_spans_{};
+  // UMEM frames GRO holds in this burst, freed after the flush. Reserved for
+  // every descriptor a burst can take: rx_burst, or one chain longer than
+  // that (at most kMaxChain; a longer one is dropped, never held).
+  std::vector<std::uint64_t> rx_addrs_;
+  // A GRO frame for the forwarder: its header, then its payload ranges.
+  std::array<Span, net::kGroMaxPayloadSpans + 1> gro_spans_{};
 
   unsigned flood_countdown_ = 0;  // poll rounds until the flood socket is read again
   std::vector<std::uint8_t> flood_buffers_;

@@ -72,7 +72,9 @@ std::uint32_t pseudo_sum(const std::uint8_t* header, const FrameLayout& l,
 
 // A received TCP segment that may join or start a super-frame.
 struct GroTable::Candidate {
-  const std::uint8_t* frame = nullptr;
+  const std::uint8_t* frame = nullptr;  // its headers: the frame, or its first span
+  const ByteSpans* spans = nullptr;     // a scattered frame: all of it
+  std::uint32_t payload_spans = 1;      // payload ranges (scattered: counted)
   FrameLayout layout;
   std::uint32_t hash = 0;
   std::uint32_t payload = 0;
@@ -87,8 +89,9 @@ struct GroTable::Candidate {
 
 namespace {
 
-// Everything about a single segment that decides whether it may be
-// coalesced at all; fills the candidate's fields as it goes.
+// Everything about a single segment's headers that decides whether it may
+// be coalesced at all; fills the candidate's fields as it goes. The TCP
+// checksum is left to verify_contiguous() / verify_scattered().
 template <class C>
 bool coalescable(const GroConfig& config, C& c) noexcept {
   const FrameLayout& l = c.layout;
@@ -115,12 +118,42 @@ bool coalescable(const GroConfig& config, C& c) noexcept {
     c.tsval = load_be32(c.frame + c.ts_offset);
     c.tsecr = load_be32(c.frame + c.ts_offset + 4);
   }
-  if (!c.verified) {
-    const std::uint32_t sum = pseudo_sum(c.frame, l, l.l4_len());
-    if (checksum_finish(checksum_bytes(th, l.l4_len(), sum)) != 0) return false;
-    c.verified = true;
-  }
   return true;
+}
+
+template <class C>
+bool verify_contiguous(C& c) noexcept {
+  if (c.verified) return true;
+  const FrameLayout& l = c.layout;
+  const std::uint32_t sum = pseudo_sum(c.frame, l, l.l4_len());
+  if (checksum_finish(checksum_bytes(c.frame + l.l4_offset, l.l4_len(), sum)) != 0) return false;
+  c.verified = true;
+  return true;
+}
+
+template <class C>
+bool verify_scattered(C& c) noexcept {
+  if (c.verified) return true;
+  const FrameLayout& l = c.layout;
+  const std::uint32_t sum = pseudo_sum(c.frame, l, l.l4_len());
+  if (checksum_finish(checksum_spans(*c.spans, l.l4_offset, l.l4_len(), sum)) != 0) return false;
+  c.verified = true;
+  return true;
+}
+
+// Calls fn(ByteSpan) for every non-empty piece of [begin, end) of a
+// scattered frame, in order.
+template <class Fn>
+void for_each_range(const ByteSpans& frame, std::uint32_t begin, std::uint32_t end,
+                    Fn&& fn) noexcept {
+  std::uint32_t at = 0;  // the frame offset of span i
+  for (std::uint32_t i = 0; i < frame.count && at < end; ++i) {
+    const ByteSpan& s = frame.spans[i];
+    const std::uint32_t from = begin > at ? begin - at : 0;
+    const std::uint32_t to = end - at < s.len ? end - at : s.len;
+    if (from < to) fn(ByteSpan{s.data + from, to - from});
+    at += s.len;
+  }
 }
 
 }  // namespace
@@ -191,7 +224,7 @@ bool GroTable::can_merge(const Flow& f, const Candidate& c) const noexcept {
 }
 
 void GroTable::merge(Flow& f, const Candidate& c) noexcept {
-  f.payload[f.count++] = ByteSpan{c.frame + f.layout.header_len(), c.payload};
+  ++f.count;
   if (f.count == 2) f.id_step = static_cast<std::uint8_t>(c.ip_id - f.first_id);
   f.last_id = c.ip_id;
   f.payload_bytes += c.payload;
@@ -202,7 +235,7 @@ void GroTable::merge(Flow& f, const Candidate& c) noexcept {
   if (c.flags & kTcpPsh) f.psh = f.closed = true;
 }
 
-void GroTable::start(const Candidate& c, Sink deliver) noexcept {
+GroTable::Flow& GroTable::start(const Candidate& c, Sink deliver) noexcept {
   if (active_ == kGroMaxFlows) remove(flows_[order_[0]], deliver);  // the oldest
   std::uint32_t slot = 0;
   while (used_ & (1u << slot)) ++slot;
@@ -223,8 +256,9 @@ void GroTable::start(const Candidate& c, Sink deliver) noexcept {
   f.last_tsecr = c.tsecr;
   f.payload_bytes = c.payload;
   f.count = 1;
+  f.payload_count = 0;
   std::memcpy(f.header, c.frame, c.layout.header_len());
-  f.payload[0] = ByteSpan{c.frame + c.layout.header_len(), c.payload};
+  return f;
 }
 
 void GroTable::emit(Flow& f, Sink deliver) noexcept {
@@ -234,7 +268,7 @@ void GroTable::emit(Flow& f, Sink deliver) noexcept {
   out.header = f.header;
   out.header_len = header_len;
   out.payload = f.payload;
-  out.payload_count = f.count;
+  out.payload_count = f.payload_count;
   out.len = header_len + f.payload_bytes;
   out.segments = f.count;
   if (f.count == 1) {
@@ -287,6 +321,39 @@ void GroTable::flush(Sink deliver) noexcept {
   used_ = 0;
 }
 
+template <bool kScattered>
+GroResult GroTable::place(const Candidate& c, bool ok, Sink deliver) noexcept {
+  Flow* held = find(c.frame, c.layout, c.hash);
+  if (!ok) {
+    if (held) remove(*held, deliver);
+    return {GroVerdict::deliver, c.verified};
+  }
+  // The payload ranges go into the flow: one for a contiguous frame, every
+  // piece of [header end, packet end) for a scattered one.
+  const auto add_payload = [&c](Flow& f) noexcept {
+    if constexpr (kScattered) {
+      for_each_range(*c.spans, c.layout.header_len(), c.layout.packet_end,
+                     [&f](const ByteSpan& r) noexcept { f.payload[f.payload_count++] = r; });
+    } else {
+      f.payload[f.payload_count++] = ByteSpan{c.frame + c.layout.header_len(), c.payload};
+    }
+  };
+  if (held) {
+    // A contiguous segment takes one range: the segment bound keeps it within
+    // kGroMaxPayloadSpans.
+    const bool room = !kScattered || held->payload_count + c.payload_spans <= kGroMaxPayloadSpans;
+    if (room && can_merge(*held, c)) {
+      merge(*held, c);
+      add_payload(*held);
+      return {GroVerdict::merged, true};
+    }
+    remove(*held, deliver);
+  }
+  if (c.flags & kTcpPsh) return {GroVerdict::deliver, true};  // it would end at once
+  add_payload(start(c, deliver));
+  return {GroVerdict::held, true};
+}
+
 GroResult GroTable::offer(const std::uint8_t* frame, std::uint32_t len, bool checksum_verified,
                           Sink deliver) noexcept {
   Candidate c;
@@ -297,22 +364,45 @@ GroResult GroTable::offer(const std::uint8_t* frame, std::uint32_t len, bool che
     return {GroVerdict::deliver, checksum_verified};
   }
   c.hash = flow_hash(frame, c.layout);
-  const bool ok = coalescable(config_, c);
-  Flow* held = find(frame, c.layout, c.hash);
-  if (!ok) {
-    if (held) remove(*held, deliver);
-    return {GroVerdict::deliver, c.verified};
+  const bool ok = coalescable(config_, c) && verify_contiguous(c);
+  return place<false>(c, ok, deliver);
+}
+
+GroResult GroTable::offer(const ByteSpans& frame, bool checksum_verified, Sink deliver) noexcept {
+  if (frame.count == 0) return {GroVerdict::deliver, checksum_verified};
+  const ByteSpan& head = frame.spans[0];
+  if (frame.count == 1) return offer(head.data, head.len, checksum_verified, deliver);
+  Candidate c;
+  c.frame = head.data;
+  c.spans = &frame;
+  c.verified = checksum_verified;
+  const ParseError e = parse_headers(head.data, head.len, frame.len, c.layout);
+  if (e == ParseError::headers_too_long) {
+    flush_flow_of(frame, deliver);
+    return {GroVerdict::deliver, checksum_verified};
   }
-  if (held) {
-    if (can_merge(*held, c)) {
-      merge(*held, c);
-      return {GroVerdict::merged, true};
-    }
-    remove(*held, deliver);
+  if (e != ParseError::none || c.layout.l3 == L3Kind::none || c.layout.l4 != L4Kind::tcp) {
+    return {GroVerdict::deliver, checksum_verified};
   }
-  if (c.flags & kTcpPsh) return {GroVerdict::deliver, true};  // it would end at once
-  start(c, deliver);
-  return {GroVerdict::held, true};
+  c.hash = flow_hash(c.frame, c.layout);
+  bool ok = coalescable(config_, c);
+  if (ok) {
+    c.payload_spans = 0;
+    for_each_range(frame, c.layout.header_len(), c.layout.packet_end,
+                   [&c](const ByteSpan&) noexcept { ++c.payload_spans; });
+    ok = c.payload_spans <= kGroMaxPayloadSpans && verify_scattered(c);
+  }
+  return place<true>(c, ok, deliver);
+}
+
+void GroTable::flush_flow_of(const ByteSpans& frame, Sink deliver) noexcept {
+  const HeaderBytes head(frame);
+  FrameLayout l;
+  if (parse_headers(head, frame.len, l) != ParseError::none || l.l3 == L3Kind::none ||
+      l.l4 != L4Kind::tcp) {
+    return;
+  }
+  if (Flow* held = find(head.data(), l, flow_hash(head.data(), l))) remove(*held, deliver);
 }
 
 }  // namespace xdpvhost::net

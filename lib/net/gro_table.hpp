@@ -16,6 +16,17 @@
 // its receive buffer) until the flush that delivers it; a lone held segment is delivered as itself
 // at the end of the burst, so nothing waits for a later burst.
 //
+// A frame is one contiguous buffer (a UMEM frame), or, with AF_XDP
+// multi-buffer, scattered over spans (the UMEM frames of a descriptor chain,
+// e.g. a 9014-byte frame in 3 or 6 of them). A scattered segment coalesces
+// only when its headers all lie in the first span (an AF_XDP chain's first
+// UMEM frame is full and longer than kGroMaxHeader); otherwise it is
+// delivered, after its held flow. Its payload is the rest of the first span
+// and the spans after it: a super-frame's payload is a list of ranges, at
+// most kGroMaxPayloadSpans of them (a segment that would pass that closes the
+// held super-frame and starts a new one). The caller's span array need not
+// outlive offer(); the bytes do, as for a contiguous frame.
+//
 // What coalesces (Linux's inet_gro_receive / ipv6_gro_receive /
 // tcp_gro_receive, with the differences marked *):
 //  - Ethernet (one VLAN tag at most) with identical L2 header bytes; IPv4
@@ -35,11 +46,12 @@
 //    GUEST_ECN) may start a super-frame but not join one; the super-frame
 //    then has the ECN GSO bit. *FIN, SYN, RST, URG and ECE segments are
 //    delivered alone (Linux merges FIN and flushes at once).
-//  - Checksums: the TCP checksum of every segment is verified in software
-//    unless the caller says the device verified it; a bad one is delivered
-//    alone (the guest drops it).
+//  - Checksums: the TCP checksum of every segment (over all its spans) is
+//    verified in software unless the caller says the device verified it; a
+//    bad one is delivered alone (the guest drops it).
 //  - Bounds: GroConfig::max_segments per super-frame, the IP packet at most
-//    65535 bytes, the Ethernet frame at most max_frame_len.
+//    65535 bytes, the Ethernet frame at most max_frame_len, and
+//    kGroMaxPayloadSpans payload ranges.
 // A super-frame goes to the guest with gso_type TCPV4/TCPV6, gso_size = the
 // MSS, hdr_len = its headers, and NEEDS_CSUM (csum_start = TCP header,
 // csum_offset 16, the field holding the pseudo-header sum, as Linux's
@@ -59,6 +71,14 @@ inline constexpr std::uint32_t kGroMaxFlows = 16;
 inline constexpr std::uint32_t kGroMaxSegments = 64;
 // VLAN-tagged Ethernet + IPv6 + TCP with 40 option bytes.
 inline constexpr std::uint32_t kGroMaxHeader = 128;
+// Payload ranges of one super-frame: one per contiguous segment; a scattered
+// segment takes one per span its payload touches. A segment that needs an
+// AF_XDP chain is longer than a UMEM frame's room (at least 1792 bytes), so it
+// carries more than 1664 bytes of payload: a 64 KiB super-frame holds at most
+// 40 of them, in fewer than (65535 + 40 * 128) / 1792 + 40 < 80 ranges. The
+// bound never cuts a super-frame short on an uplink; only unusually small
+// spans reach it.
+inline constexpr std::uint32_t kGroMaxPayloadSpans = 2 * kGroMaxSegments;
 
 struct GroConfig {
   bool ipv4 = true;                                   // GUEST_TSO4
@@ -107,6 +127,12 @@ class GroTable {
                   Deliver& deliver) noexcept {
     return offer(frame, len, checksum_verified, Sink{&trampoline<Deliver>, &deliver});
   }
+  // `frame` is one received frame scattered over frame.count spans (an AF_XDP
+  // descriptor chain); it coalesces only if its headers lie in spans[0].
+  template <class Deliver>
+  GroResult offer(const ByteSpans& frame, bool checksum_verified, Deliver& deliver) noexcept {
+    return offer(frame, checksum_verified, Sink{&trampoline<Deliver>, &deliver});
+  }
   // Delivers every held flow in the order they started; the table is empty
   // afterwards. Call at the end of every burst.
   template <class Deliver>
@@ -142,20 +168,30 @@ class GroTable {
     std::uint32_t last_tsval = 0;
     std::uint32_t last_tsecr = 0;
     std::uint32_t payload_bytes = 0;
-    std::uint32_t count = 0;
+    std::uint32_t count = 0;          // segments
+    std::uint32_t payload_count = 0;  // ranges in payload: count, more with scattered segments
     std::uint8_t header[kGroMaxHeader];
-    ByteSpan payload[kGroMaxSegments];
+    ByteSpan payload[kGroMaxPayloadSpans];
   };
   struct Candidate;
 
   GroResult offer(const std::uint8_t* frame, std::uint32_t len, bool checksum_verified,
                   Sink deliver) noexcept;
+  GroResult offer(const ByteSpans& frame, bool checksum_verified, Sink deliver) noexcept;
   void flush(Sink deliver) noexcept;
+
+  // After parsing: merges, holds or hands back the candidate (`ok`: it may
+  // coalesce). kScattered: its payload is in c.spans.
+  template <bool kScattered>
+  GroResult place(const Candidate& c, bool ok, Sink deliver) noexcept;
+  // A scattered frame whose headers pass its first span: its held flow, if
+  // any, goes out before the caller delivers it.
+  void flush_flow_of(const ByteSpans& frame, Sink deliver) noexcept;
 
   Flow* find(const std::uint8_t* frame, const FrameLayout& l, std::uint32_t hash) noexcept;
   bool can_merge(const Flow& f, const Candidate& c) const noexcept;
   void merge(Flow& f, const Candidate& c) noexcept;
-  void start(const Candidate& c, Sink deliver) noexcept;
+  Flow& start(const Candidate& c, Sink deliver) noexcept;
   void emit(Flow& f, Sink deliver) noexcept;
   void remove(const Flow& f, Sink deliver) noexcept;
 

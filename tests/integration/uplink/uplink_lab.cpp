@@ -1,6 +1,7 @@
 #include "uplink_lab.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -14,7 +15,13 @@ using test_support::run_shell;
 
 namespace {
 
-constexpr std::string_view kNamespacePrefix = "xvu-";
+// "xvu-", or XDPVHOST_TEST_NETNS_PREFIX: runs that share a machine (and may
+// not see each other's pids) then neither collide nor clean up each other's
+// namespaces as orphans.
+std::string namespace_prefix() {
+  const char* p = std::getenv("XDPVHOST_TEST_NETNS_PREFIX");
+  return p != nullptr && *p != '\0' ? p : "xvu-";
+}
 
 std::uint64_t get_u64(const json& j, const char* a, const char* b) {
   if (!j.contains(a) || !j[a].contains(b)) return 0;
@@ -24,11 +31,11 @@ std::uint64_t get_u64(const json& j, const char* a, const char* b) {
 }  // namespace
 
 UplinkLab::UplinkLab()
-    : node_(test_support::namespace_name(kNamespacePrefix, "node")),
-      peer_(test_support::namespace_name(kNamespacePrefix, "peer")) {}
+    : node_(test_support::namespace_name(namespace_prefix(), "node")),
+      peer_(test_support::namespace_name(namespace_prefix(), "peer")) {}
 
 bool UplinkLab::create_namespaces(std::string& error) {
-  test_support::remove_orphaned_namespaces(kNamespacePrefix);
+  test_support::remove_orphaned_namespaces(namespace_prefix());
   return node_.create(error) && peer_.create(error);
 }
 

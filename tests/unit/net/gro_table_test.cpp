@@ -542,5 +542,252 @@ TEST(GroTable, GarbageIsDelivered) {
             (std::vector<GroVerdict>{GroVerdict::deliver, GroVerdict::deliver}));
 }
 
+// ---- scattered frames (AF_XDP multi-buffer: a descriptor chain) ----------------
+
+// A frame cut at `cuts` (ascending offsets inside it), every piece in a buffer
+// of its own, so reading past a span's end never finds the next one's bytes.
+struct Scattered {
+  std::vector<Bytes> pieces;
+  std::vector<ByteSpan> spans;
+
+  Scattered(const Bytes& frame, const std::vector<std::uint32_t>& cuts) {
+    std::uint32_t from = 0;
+    for (std::uint32_t i = 0; i <= cuts.size(); ++i) {
+      const std::uint32_t to = i < cuts.size() ? cuts[i] : static_cast<std::uint32_t>(frame.size());
+      pieces.emplace_back(frame.begin() + from, frame.begin() + to);
+      from = to;
+    }
+    for (const Bytes& p : pieces) {
+      spans.push_back(ByteSpan{p.data(), static_cast<std::uint32_t>(p.size())});
+    }
+  }
+  ByteSpans view() const {
+    return ByteSpans(spans.data(), static_cast<std::uint32_t>(spans.size()));
+  }
+};
+
+using Cutter = std::vector<std::uint32_t> (*)(const Bytes&);
+
+// Offers every frame scattered the way `cuts` says, then flushes: what
+// Receiver::burst does for contiguous frames.
+std::vector<GroVerdict> burst_scattered(Receiver& rx, const std::vector<Bytes>& frames, Cutter cuts,
+                                        bool verified = false) {
+  std::vector<Scattered> scattered;
+  scattered.reserve(frames.size());  // the pieces stay put until the flush
+  std::vector<GroVerdict> verdicts;
+  for (const Bytes& f : frames) {
+    scattered.emplace_back(f, cuts(f));
+    const GroResult r = rx.table.offer(scattered.back().view(), verified, rx);
+    if (r.verdict == GroVerdict::deliver) rx.out.push_back({f, 0, {}, r.data_valid});
+    verdicts.push_back(r.verdict);
+  }
+  rx.table.flush(rx);
+  EXPECT_EQ(rx.table.held_flows(), 0u);
+  return verdicts;
+}
+
+// Every offset from `from` to the frame's end: 1-byte spans.
+std::vector<std::uint32_t> bytewise_from(const Bytes& f, std::uint32_t from) {
+  std::vector<std::uint32_t> cuts;
+  for (std::uint32_t i = from; i < f.size(); ++i) cuts.push_back(i);
+  return cuts;
+}
+
+std::uint32_t header_end(const Bytes& f) {
+  const testing::RefLayout l = testing::ref_layout(f);
+  return static_cast<std::uint32_t>(l.l4 + (f[l.l4 + 12] >> 4) * 4u);
+}
+
+void expect_same_frames(const std::vector<Delivered>& got, const std::vector<Delivered>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got[i].bytes, want[i].bytes);
+    EXPECT_EQ(got[i].segments, want[i].segments);
+    EXPECT_EQ(got[i].data_valid, want[i].data_valid);
+    EXPECT_EQ(got[i].offload.gso.type, want[i].offload.gso.type);
+    EXPECT_EQ(got[i].offload.gso.gso_size, want[i].offload.gso.gso_size);
+    EXPECT_EQ(got[i].offload.gso.hdr_len, want[i].offload.gso.hdr_len);
+    EXPECT_EQ(got[i].offload.csum.needed, want[i].offload.csum.needed);
+    EXPECT_EQ(got[i].offload.csum.start, want[i].offload.csum.start);
+    EXPECT_EQ(got[i].offload.csum.offset, want[i].offload.csum.offset);
+  }
+}
+
+TEST(GroTableScattered, MergesLikeTheContiguousFrames) {
+  struct Split {
+    const char* what;
+    Cutter cuts;
+  };
+  const Split splits[] = {
+      {"inside the payload, at odd offsets",
+       [](const Bytes& f) {
+         return std::vector<std::uint32_t>{header_end(f) + 333, header_end(f) + 1001};
+       }},
+      {"exactly at the header end",
+       [](const Bytes& f) { return std::vector<std::uint32_t>{header_end(f)}; }},
+      {"at the header end and inside the payload",
+       [](const Bytes& f) {
+         return std::vector<std::uint32_t>{header_end(f), header_end(f) + 1, header_end(f) + 800};
+       }},
+      {"1-byte spans after the headers",
+       [](const Bytes& f) { return bytewise_from(f, header_end(f)); }},
+      {"1-byte spans at the end",
+       [](const Bytes& f) { return bytewise_from(f, static_cast<std::uint32_t>(f.size()) - 9); }},
+  };
+  PacketSpec v4;
+  v4.tcp_options = testing::timestamp_option(1000, 2000);
+  PacketSpec v6;
+  v6.ipv6 = true;
+  v6.vlan_tpid = 0x8100;
+  PacketSpec padded;  // Ethernet padding after the IP packet is no payload
+  padded.padding = 7;
+  for (const PacketSpec* spec : {&v4, &v6, &padded}) {
+    for (const Split& split : splits) {
+      SCOPED_TRACE(split.what);
+      SCOPED_TRACE(spec == &v4 ? "ipv4" : spec == &v6 ? "ipv6 vlan" : "padded");
+      // 1-byte spans need a payload small enough for the range budget.
+      const bool bytewise = split.cuts == splits[3].cuts;
+      const std::uint32_t mss = bytewise ? 30 : 1448;
+      std::vector<Bytes> f = flow(*spec, 3, mss);
+      PacketSpec last = *spec;  // a shorter one ends the super-frame
+      last.seq = spec->seq + 3 * mss;
+      last.ip_id = static_cast<std::uint16_t>(spec->ip_id + 3);
+      last.payload = testing::pattern(mss - 3, 3 * mss);
+      f.push_back(testing::build_frame(last));
+      Receiver contiguous;
+      const auto want = contiguous.burst(f);
+      Receiver rx;
+      EXPECT_EQ(burst_scattered(rx, f, split.cuts), want);
+      ASSERT_EQ(rx.out.size(), 1u);
+      EXPECT_EQ(rx.out[0].segments, 4u);
+      expect_same_frames(rx.out, contiguous.out);
+    }
+  }
+}
+
+TEST(GroTableScattered, OneSpanIsAContiguousFrame) {
+  const std::vector<Bytes> f = flow(PacketSpec{}, 3);
+  Receiver contiguous;
+  contiguous.burst(f);
+  Receiver rx;
+  burst_scattered(rx, f, [](const Bytes&) { return std::vector<std::uint32_t>{}; });
+  expect_same_frames(rx.out, contiguous.out);
+  EXPECT_EQ(rx.out[0].segments, 3u);
+}
+
+TEST(GroTableScattered, HeadersPastTheFirstSpanAreDeliveredAfterTheirFlow) {
+  for (const std::uint32_t cut : {20u, 40u, 53u}) {  // inside Ethernet, IPv4, TCP
+    SCOPED_TRACE(cut);
+    const std::vector<Bytes> f = flow(PacketSpec{}, 4);
+    Receiver rx;
+    std::vector<GroVerdict> verdicts;
+    std::vector<Scattered> keep;
+    keep.reserve(f.size());
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      keep.emplace_back(f[i],
+                        i == 2 ? std::vector<std::uint32_t>{cut} : std::vector<std::uint32_t>{});
+      const GroResult r = rx.table.offer(keep.back().view(), false, rx);
+      if (r.verdict == GroVerdict::deliver) rx.out.push_back({f[i], 0, {}, r.data_valid});
+      verdicts.push_back(r.verdict);
+    }
+    rx.table.flush(rx);
+    EXPECT_EQ(verdicts, (std::vector<GroVerdict>{GroVerdict::held, GroVerdict::merged,
+                                                 GroVerdict::deliver, GroVerdict::held}));
+    ASSERT_EQ(rx.out.size(), 3u);
+    EXPECT_EQ(rx.out[0].segments, 2u);  // held segments go out first: the order holds
+    EXPECT_EQ(rx.out[1].segments, 0u);
+    EXPECT_EQ(rx.out[1].bytes, f[2]);
+    EXPECT_FALSE(rx.out[1].data_valid);  // not verified
+    EXPECT_EQ(rx.out[2].segments, 1u);
+    EXPECT_EQ(rx.out[2].bytes, f[3]);
+  }
+}
+
+TEST(GroTableScattered, TheRangeBudgetClosesTheSuperFrame) {
+  // 1-byte spans: 50 payload ranges per segment, so two segments (100) fit
+  // kGroMaxPayloadSpans and a third (150) does not.
+  static_assert(kGroMaxPayloadSpans >= 100 && kGroMaxPayloadSpans < 150);
+  const std::vector<Bytes> f = flow(PacketSpec{}, 5, 50);
+  const Cutter bytewise = [](const Bytes& b) { return bytewise_from(b, header_end(b)); };
+  Receiver rx;
+  EXPECT_EQ(burst_scattered(rx, f, bytewise),
+            (std::vector<GroVerdict>{GroVerdict::held, GroVerdict::merged, GroVerdict::held,
+                                     GroVerdict::merged, GroVerdict::held}));
+  // The same as two segments per super-frame from contiguous frames.
+  GroConfig two;
+  two.max_segments = 2;
+  Receiver contiguous(two);
+  contiguous.burst(f);
+  ASSERT_EQ(rx.out.size(), 3u);
+  EXPECT_EQ(rx.out[0].segments, 2u);
+  EXPECT_EQ(rx.out[1].segments, 2u);
+  EXPECT_EQ(rx.out[2].segments, 1u);
+  expect_same_frames(rx.out, contiguous.out);
+
+  // One segment past the budget on its own is delivered, after its flow.
+  PacketSpec s;
+  std::vector<Bytes> g = flow(s, 2, 200);
+  Receiver alone;
+  std::vector<Scattered> keep;
+  keep.reserve(2);
+  keep.emplace_back(g[0], std::vector<std::uint32_t>{});
+  EXPECT_EQ(alone.table.offer(keep.back().view(), false, alone).verdict, GroVerdict::held);
+  keep.emplace_back(g[1], bytewise(g[1]));  // 200 ranges
+  const GroResult r = alone.table.offer(keep.back().view(), false, alone);
+  EXPECT_EQ(r.verdict, GroVerdict::deliver);
+  ASSERT_EQ(alone.out.size(), 1u);
+  EXPECT_EQ(alone.out[0].bytes, g[0]);
+  EXPECT_EQ(alone.table.held_flows(), 0u);
+}
+
+TEST(GroTableScattered, TheChecksumCoversEverySpan) {
+  PacketSpec s;
+  std::vector<Bytes> f = flow(s, 3);
+  const Cutter cuts = [](const Bytes& b) {
+    return std::vector<std::uint32_t>{header_end(b) + 101, header_end(b) + 700};
+  };
+  f[1][54 + 400] ^= 0x01;  // a payload bit in the second span
+  Receiver rx;
+  EXPECT_EQ(burst_scattered(rx, f, cuts),
+            (std::vector<GroVerdict>{GroVerdict::held, GroVerdict::deliver, GroVerdict::held}));
+  ASSERT_EQ(rx.out.size(), 3u);
+  EXPECT_EQ(rx.out[0].bytes, f[0]);
+  EXPECT_TRUE(rx.out[0].data_valid);
+  EXPECT_EQ(rx.out[1].bytes, f[1]);
+  EXPECT_FALSE(rx.out[1].data_valid);
+  EXPECT_EQ(rx.out[2].bytes, f[2]);
+
+  f[1][54 + 400] ^= 0x01;
+  f[1][54 + 1000] ^= 0x80;  // and one in the third
+  Receiver third;
+  EXPECT_EQ(burst_scattered(third, f, cuts)[1], GroVerdict::deliver);
+
+  Receiver trusting;  // the device verified it
+  burst_scattered(trusting, f, cuts, true);
+  ASSERT_EQ(trusting.out.size(), 1u);
+  EXPECT_EQ(trusting.out[0].segments, 3u);
+}
+
+TEST(GroTableScattered, JumboSegmentsInUmemFrames) {
+  // 9000-byte MTU segments in 4096-byte UMEM frames (3840 bytes of room):
+  // three spans each; seven make a 62760-byte IP packet.
+  PacketSpec s;
+  const std::vector<Bytes> f = flow(s, 8, 8960);
+  const Cutter umem = [](const Bytes&) { return std::vector<std::uint32_t>{3840, 7680}; };
+  Receiver rx;
+  burst_scattered(rx, f, umem);
+  ASSERT_EQ(rx.out.size(), 2u);
+  EXPECT_EQ(rx.out[0].segments, 7u);
+  EXPECT_EQ(rx.out[0].bytes.size(), 14u + 40 + 7 * 8960);
+  EXPECT_EQ(be16(&rx.out[0].bytes[16]), 40 + 7 * 8960);
+  EXPECT_EQ(rx.out[0].offload.gso.gso_size, 8960);
+  EXPECT_EQ(rx.out[1].segments, 1u);
+  EXPECT_EQ(rx.out[1].bytes, f[7]);
+  Receiver contiguous;
+  contiguous.burst(f);
+  expect_same_frames(rx.out, contiguous.out);
+}
+
 }  // namespace
 }  // namespace xdpvhost::net
