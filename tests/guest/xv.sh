@@ -99,7 +99,13 @@ case "$name" in
       [ "$rc" -eq 0 ] && grep -q '"error":' /tmp/iperf3.json && rc=1
       [ "$rc" -eq 0 ] && break
       [ "$attempts" -ge 30 ] && break
-      grep -q 'unable to connect\|unable to send control message\|Connection refused\|No route to host' /tmp/iperf3.json /tmp/iperf3.err || break
+      # Retried: the server not up yet, or still tearing down the last test
+      # (its listener resets a control connection made in that moment) --
+      # only while no test stream was connected, so a reset mid-test fails.
+      if ! grep -q 'unable to connect\|unable to send control message\|Connection refused\|No route to host' /tmp/iperf3.json /tmp/iperf3.err; then
+        grep -q 'unable to receive control message' /tmp/iperf3.json &&
+          grep -q '"connected":[[:space:]]*\[\]' /tmp/iperf3.json || break
+      fi
       sleep 1
     done
     [ -s /tmp/iperf3.json ] || echo null > /tmp/iperf3.json
