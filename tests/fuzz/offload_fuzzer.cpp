@@ -21,7 +21,9 @@
 // software checksums) valid IPv4 and L4 checksums against an independent
 // byte-wise sum; the segments' payloads add up to the frame's; a guest ->
 // guest plan stays inside the frame and its header decodes; GRO over the
-// segments delivers that payload again, in order; every GRO frame's payload
+// segments -- each contiguous, and each cut into spans of the same sizes as
+// an AF_XDP descriptor chain -- delivers that payload again, in order;
+// every GRO frame's payload
 // ranges lie inside the frames offered and add up to its length, and a
 // super-frame's NEEDS_CSUM checksum completes to a valid one.
 
@@ -108,6 +110,7 @@ struct GroCheck {
   const std::vector<std::pair<const std::uint8_t*, std::uint32_t>>* offered;
   std::vector<std::uint8_t> stream;
   std::uint32_t frames = 0;
+  bool scattered = false;  // segments offered as spans: payload ranges >= segments
 
   XDPVHOST_FUZZ_HELPER bool inside_offered(const net::ByteSpan& s) const {
     for (const auto& [p, n] : *offered) {
@@ -117,7 +120,9 @@ struct GroCheck {
   }
 
   void operator()(const net::GroFrame& f) noexcept {
-    check(f.segments >= 1 && f.payload_count == f.segments, "GRO segment count");
+    check(f.segments >= 1 &&
+              (scattered ? f.payload_count >= f.segments : f.payload_count == f.segments),
+          "GRO segment count");
     check(f.header_len <= net::kGroMaxHeader, "GRO header too long");
     std::vector<std::uint8_t> whole(f.header, f.header + f.header_len);
     for (std::uint32_t i = 0; i < f.payload_count; ++i) {
@@ -172,11 +177,22 @@ XDPVHOST_FUZZ_HELPER std::uint32_t cut_into_spans(const std::uint8_t* frame, std
   return count;
 }
 
+// GRO over `frames` in order; with `spans` (room for 2 * kMaxFrame + 1),
+// each frame is offered cut into spans of cut_a and cut_b bytes, as an
+// AF_XDP descriptor chain is.
 void gro_over(const std::vector<std::pair<const std::uint8_t*, std::uint32_t>>& frames,
-              const net::GroConfig& config, bool verified, GroCheck& out) {
+              const net::GroConfig& config, bool verified, GroCheck& out,
+              net::ByteSpan* spans = nullptr, std::uint8_t cut_a = 0, std::uint8_t cut_b = 0) {
   net::GroTable table(config);
+  out.scattered = spans != nullptr;
   for (const auto& [p, n] : frames) {
-    const net::GroResult r = table.offer(p, n, verified, out);
+    net::GroResult r;
+    if (spans != nullptr) {
+      const net::ByteSpans cut(spans, cut_into_spans(p, n, cut_a, cut_b, spans));
+      r = table.offer(cut, verified, out);
+    } else {
+      r = table.offer(p, n, verified, out);
+    }
     if (r.verdict == net::GroVerdict::deliver) out.alone(p, n);
   }
   table.flush(out);
@@ -340,14 +356,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 0; i < sink.metas.size(); ++i) {
       segs.emplace_back(pool[i].get(), sink.metas[i].len);
     }
-    GroCheck back{&segs, {}};
-    gro_over(segs, gro, false, back);
-    report("gro", "frames delivered", back.frames);
     const std::uint8_t* payload = frame.get() + v.layout.header_len();
-    check(back.stream.size() == v.layout.payload_len() &&
-              (back.stream.empty() ||
-               std::memcmp(back.stream.data(), payload, back.stream.size()) == 0),
-          "GRO did not give the segmented payload back in order");
+    // Each segment contiguous, then each cut into spans as a descriptor
+    // chain (the spans are reused per segment: GRO keeps the bytes, not
+    // the span array).
+    for (const bool scattered : {false, true}) {
+      GroCheck back{&segs, {}};
+      gro_over(segs, gro, false, back, scattered ? spans.data() : nullptr, cut_a, cut_b);
+      report(scattered ? "gro of scattered segments" : "gro", "frames delivered", back.frames);
+      check(back.stream.size() == v.layout.payload_len() &&
+                (back.stream.empty() ||
+                 std::memcmp(back.stream.data(), payload, back.stream.size()) == 0),
+            "GRO did not give the segmented payload back in order");
+    }
   }
   return 0;
 }
