@@ -837,12 +837,13 @@ def table(records):
                                          ("gso_rx", "gso_tx", "gso_segments", "csum_software"))
                             + f" | {u.get('gro_frames', 0):,} | {u.get('gro_segments', 0):,} | "
                             f"{u.get('gso_segments', 0):,} | {u.get('csum_software', 0):,} | "
+                            f"{u.get('csum_offloaded', 0):,} | "
                             f"{u.get('rx_ring_full', 0):,} | "
                             f"{json.dumps(drops) if drops else '–'} |")
     if rows:
         lines += ["", "xdpvhostd counters over each run (stats.get deltas; port columns vm1/vm2):", "",
                   "| scenario | rep | gso_rx | gso_tx | gso_segments | csum_software | up0 gro_frames |"
-                  " up0 gro_segments | up0 gso_segments | up0 csum_software | up0 rx_ring_full |"
-                  " drops by reason |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows
+                  " up0 gro_segments | up0 gso_segments | up0 csum_software | up0 csum_offloaded |"
+                  " up0 rx_ring_full | drops by reason |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows
     return lines
