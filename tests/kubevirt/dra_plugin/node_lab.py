@@ -29,6 +29,12 @@ from xvtest.control import RpcError  # noqa: E402,F401
 from xvtest.daemon import Daemon, wait_until  # noqa: E402,F401
 from xvtest.process import die_with_parent  # noqa: E402
 
+# gRPC core's fork handlers wait for its thread pool to go idle before
+# every fork; a pool thread blocked in a poll kept a subprocess start
+# (a plugin or daemon restart) waiting forever ("Waiting for thread pool
+# to idle before forking", a CI timeout). The children exec at once and
+# need no gRPC state: no fork support.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 import grpc  # noqa: E402
 from xdpvhost_dra import stubs as stub_loader  # noqa: E402
 
