@@ -27,14 +27,8 @@ sys.path.insert(0, os.path.join(ROOT, "kubevirt", "dra_plugin"))
 from xvtest import netns  # noqa: E402
 from xvtest.control import RpcError  # noqa: E402,F401
 from xvtest.daemon import Daemon, wait_until  # noqa: E402,F401
-from xvtest.process import die_with_parent  # noqa: E402
+from xvtest.process import dies_with_parent  # noqa: E402
 
-# gRPC core's fork handlers wait for its thread pool to go idle before
-# every fork; a pool thread blocked in a poll kept a subprocess start
-# (a plugin or daemon restart) waiting forever ("Waiting for thread pool
-# to idle before forking", a CI timeout). The children exec at once and
-# need no gRPC state: no fork support.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 import grpc  # noqa: E402
 from xdpvhost_dra import stubs as stub_loader  # noqa: E402
 
@@ -115,7 +109,7 @@ def start_daemon(workdir, net, socket_root, uplinks=(("up0", NODE_IF),)):
     with open(wrapper, "w") as f:
         f.write(f'#!/bin/sh\nexec setpriv --pdeathsig KILL {daemon_binary()} "$@"\n')
     os.chmod(wrapper, 0o755)
-    d = Daemon(workdir, config, binary=wrapper, netns=net.node)
+    d = Daemon(workdir, config, binary=wrapper, netns=net.node, without_fork=True)
     d.start()
     wait_until(lambda: all(q["bind_mode"] == "copy" for u in d.call("uplink.list") for q in u["queues"]),
                timeout=20, what="uplink queues bound")
@@ -147,9 +141,10 @@ class Plugin:
         with open(self.log_path, "a") as log:
             log.write(f"===== test: plugin start {self.starts}\n")
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                     preexec_fn=die_with_parent)
+        # No preexec_fn (no fork() with gRPC loaded): see dies_with_parent.
+        self.proc = subprocess.Popen(dies_with_parent(self.cmd), stdout=self.log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

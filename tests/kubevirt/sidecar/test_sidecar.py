@@ -18,12 +18,6 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-# gRPC core's fork handlers wait for its thread pool to go idle before
-# every fork; a pool thread blocked in a poll kept a subprocess start
-# (a plugin or daemon restart) waiting forever ("Waiting for thread pool
-# to idle before forking", a CI timeout). The children exec at once and
-# need no gRPC state: no fork support.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 import grpc
 
 from xdpvhost_sidecar.stubs import info_grpc, info_pb2, v1alpha3_grpc, v1alpha3_pb2

@@ -18,7 +18,7 @@ import time
 
 from . import control, paths, procfs
 from .netns import with_bpffs
-from .process import Child, die_with_parent, last_lines, read_text
+from .process import Child, die_with_parent, dies_with_parent, last_lines, read_text
 from .waiting import wait_until  # noqa: F401  (imported from here by other suites)
 
 
@@ -40,7 +40,11 @@ class Daemon(Child):
     with bpffs mounted in its mount namespace if `bpffs`."""
 
     def __init__(self, workdir, config, binary=None, netns=None, log_level="info", *,
-                 args=(), prefix=(), bpffs=False, name="xdpvhostd", start_timeout=10.0):
+                 args=(), prefix=(), bpffs=False, name="xdpvhostd", start_timeout=10.0,
+                 without_fork=False):
+        # without_fork: started through process.dies_with_parent (for test
+        # processes that have gRPC loaded), not a preexec_fn.
+        self.without_fork = without_fork
         self.workdir = workdir
         os.makedirs(workdir, exist_ok=True)
         self.config = dict(config)
@@ -91,9 +95,14 @@ class Daemon(Child):
         self._mark(f"start #{self.starts}: {' '.join(cmd)}")
         self._run_start = os.path.getsize(self.log_path)
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True,
-                                         preexec_fn=die_with_parent)
+            if self.without_fork:
+                self.proc = subprocess.Popen(dies_with_parent(cmd), stdin=subprocess.DEVNULL,
+                                             stdout=log, stderr=subprocess.STDOUT,
+                                             start_new_session=True)
+            else:
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, start_new_session=True,
+                                             preexec_fn=die_with_parent)
         deadline = time.monotonic() + timeout
         while True:
             if not self.alive():

@@ -17,6 +17,17 @@ def die_with_parent():
         pass
 
 
+def dies_with_parent(cmd):
+    """`cmd` run through setpriv --pdeathsig KILL: what die_with_parent does,
+    without a preexec_fn. A preexec_fn makes subprocess fork(), which runs
+    every atfork handler; gRPC 1.51's (Debian 12's python3-grpcio) waits for
+    its thread pool to go idle and, with a pool thread busy, waits forever
+    (grpc/grpc#31885: "Waiting for thread pool to idle before forking").
+    Without one, subprocess uses vfork(), which runs none. setpriv sets the
+    signal and execs: the child keeps its pid."""
+    return ["setpriv", "--pdeathsig", "KILL", "--", *cmd]
+
+
 def read_text(path, start=0):
     """The file from byte `start` on, decoded leniently; "" if it cannot be read."""
     try:
