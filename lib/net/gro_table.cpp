@@ -91,7 +91,7 @@ namespace {
 
 // Everything about a single segment's headers that decides whether it may
 // be coalesced at all; fills the candidate's fields as it goes. The TCP
-// checksum is left to verify_contiguous() / verify_scattered().
+// checksum is left to verify_checksum().
 template <class C>
 bool coalescable(const GroConfig& config, C& c) noexcept {
   const FrameLayout& l = c.layout;
@@ -121,22 +121,17 @@ bool coalescable(const GroConfig& config, C& c) noexcept {
   return true;
 }
 
+// The TCP checksum of a candidate, over its one buffer or all its spans
+// (skipped when the device already verified it).
 template <class C>
-bool verify_contiguous(C& c) noexcept {
+bool verify_checksum(C& c) noexcept {
   if (c.verified) return true;
   const FrameLayout& l = c.layout;
   const std::uint32_t sum = pseudo_sum(c.frame, l, l.l4_len());
-  if (checksum_finish(checksum_bytes(c.frame + l.l4_offset, l.l4_len(), sum)) != 0) return false;
-  c.verified = true;
-  return true;
-}
-
-template <class C>
-bool verify_scattered(C& c) noexcept {
-  if (c.verified) return true;
-  const FrameLayout& l = c.layout;
-  const std::uint32_t sum = pseudo_sum(c.frame, l, l.l4_len());
-  if (checksum_finish(checksum_spans(*c.spans, l.l4_offset, l.l4_len(), sum)) != 0) return false;
+  const std::uint32_t folded = c.spans == nullptr
+                                   ? checksum_bytes(c.frame + l.l4_offset, l.l4_len(), sum)
+                                   : checksum_spans(*c.spans, l.l4_offset, l.l4_len(), sum);
+  if (checksum_finish(folded) != 0) return false;
   c.verified = true;
   return true;
 }
@@ -364,7 +359,7 @@ GroResult GroTable::offer(const std::uint8_t* frame, std::uint32_t len, bool che
     return {GroVerdict::deliver, checksum_verified};
   }
   c.hash = flow_hash(frame, c.layout);
-  const bool ok = coalescable(config_, c) && verify_contiguous(c);
+  const bool ok = coalescable(config_, c) && verify_checksum(c);
   return place<false>(c, ok, deliver);
 }
 
@@ -390,7 +385,7 @@ GroResult GroTable::offer(const ByteSpans& frame, bool checksum_verified, Sink d
     c.payload_spans = 0;
     for_each_range(frame, c.layout.header_len(), c.layout.packet_end,
                    [&c](const ByteSpan&) noexcept { ++c.payload_spans; });
-    ok = c.payload_spans <= kGroMaxPayloadSpans && verify_scattered(c);
+    ok = c.payload_spans <= kGroMaxPayloadSpans && verify_checksum(c);
   }
   return place<true>(c, ok, deliver);
 }
