@@ -35,17 +35,21 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
   std::chrono::steady_clock::time_point last_activity() const noexcept { return last_; }
 
  private:
-  void touch() {
-    last_ = std::chrono::steady_clock::now();
-    idle_.expires_at(last_ + server_.options_.idle_timeout);
+  // Activity only moves last_ (no timer syscall per read).
+  void touch() { last_ = std::chrono::steady_clock::now(); }
+  std::chrono::steady_clock::time_point idle_deadline() const noexcept {
+    return last_ + server_.options_.idle_timeout;
   }
 
-  // Closes the session once nothing has arrived for idle_timeout.
+  // Closes the session once nothing has arrived for idle_timeout: the timer
+  // is set for the deadline of the last activity it knows of, and when it
+  // fires early (something arrived since) it is set again for the new one.
   void watch_idle() {
+    idle_.expires_at(idle_deadline());
     auto self = shared_from_this();
     idle_.async_wait([this, self](const boost::system::error_code&) {
       if (closed_) return;
-      if (idle_.expiry() <= std::chrono::steady_clock::now()) {
+      if (idle_deadline() <= std::chrono::steady_clock::now()) {
         spdlog::debug("control socket: closing a client idle for {} ms",
                       server_.options_.idle_timeout.count());
         server_.close(self);

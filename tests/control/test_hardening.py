@@ -63,11 +63,14 @@ def cpu_seconds(pid):
 
 
 def closed(sock, timeout=10):
+    """True if the peer hangs up within timeout, False if it has not by then."""
     sock.settimeout(timeout)
     try:
         return sock.recv(1) == b""
     except ConnectionResetError:
         return True
+    except TimeoutError:
+        return False
 
 
 def as_user(uid, gid, groups, code, *args, **kw):
@@ -256,6 +259,15 @@ class ControlAccess(unittest.TestCase):
         start = time.monotonic()
         self.assertTrue(closed(s, timeout=10))
         self.assertGreaterEqual(time.monotonic() - start, 0.5)
+        s.close()
+        # A client that keeps sending is kept past the timeout: every request
+        # moves the deadline (the timer, set for an older one, is set again).
+        s = connect(dm.control_path)
+        for _ in range(10):
+            self.assertIn("result", rpc(s, "version"))
+            time.sleep(0.3)
+        self.assertFalse(closed(s, timeout=0.2))
+        self.assertTrue(closed(s, timeout=10))
         s.close()
         # stats --watch keeps one connection; past the idle timeout it connects again.
         p = subprocess.run([XDPVHOSTCTL, "--socket", dm.control_path, "--json", "stats",
