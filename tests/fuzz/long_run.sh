@@ -9,7 +9,8 @@
 # first, from the committed seeds into BUILD_DIR/tests/fuzz/long/<target>
 # (kept between runs); the libFuzzer log goes to <target>.log next to it, and
 # one summary line per target to summary.txt: executions, exec/s, seconds,
-# coverage, and the finding (none, or the crash/leak/timeout file).
+# coverage, the finding (none, or this run's crash/leak/timeout/OOM file)
+# and how many slow-unit files this run wrote.
 set -u
 cd "$(dirname "$0")/../.."
 build=build-fuzz
@@ -33,6 +34,8 @@ for spec in "$@"; do
   esac
   mkdir -p "$out/$target"
   start=$(date +%s)
+  marker=$out/.$target.start  # artifacts newer than this are this run's
+  : > "$marker"
   # In a session of its own whose autogroup gets the same niceness: with
   # CONFIG_SCHED_AUTOGROUP (Debian's default) the nice value of a process
   # counts only against its own session, and a fuzzer at nice 19 started
@@ -47,7 +50,13 @@ for spec in "$@"; do
   end=$(date +%s)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$target.log" | tail -1)
   cov=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$out/$target.log" | sed 's/.*cov: \([0-9]*\).*/\1/' | tail -1)
-  finding=$(ls "$out/$target"-* 2>/dev/null | head -1)
+  # A finding is a crash, leak, timeout or OOM file of this run. A slow-unit
+  # file (an input over libFuzzer's 10 s report threshold, under -timeout)
+  # is not one, but is counted: replay it to tell a slow input from a
+  # fuzzer that was not scheduled (nice 19 beside a build).
+  finding=$(find "$out" -maxdepth 1 -newer "$marker" \( -name "$target-crash-*" -o \
+    -name "$target-leak-*" -o -name "$target-timeout-*" -o -name "$target-oom-*" \) | head -1)
+  slow=$(find "$out" -maxdepth 1 -newer "$marker" -name "$target-slow-unit-*" | wc -l)
   rate=$(( ${execs:-0} / ( end - start > 0 ? end - start : 1 ) ))
-  echo "$target executions=${execs:-?} seconds=$(( end - start )) exec_per_s=$rate cov=${cov:-?} exit=$rc finding=${finding:-none} at=$(date -u +%FT%TZ)" | tee -a "$out/summary.txt"
+  echo "$target executions=${execs:-?} seconds=$(( end - start )) exec_per_s=$rate cov=${cov:-?} exit=$rc finding=${finding:-none} slow_units=$slow at=$(date -u +%FT%TZ)" | tee -a "$out/summary.txt"
 done
