@@ -78,10 +78,10 @@ using sys::UniqueFd;
 inline const std::string& private_dir() {
   static const std::string dir = [] {
     struct stat shm {};
-    const bool tmpfs = ::stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) &&
-                       ::access("/dev/shm", W_OK) == 0;
-    std::string name = tmpfs ? "/dev/shm/xdpvhost-fuzz-control-XXXXXX"
-                             : "/tmp/xdpvhost-fuzz-control-XXXXXX";
+    const bool tmpfs =
+        ::stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) && ::access("/dev/shm", W_OK) == 0;
+    std::string name =
+        tmpfs ? "/dev/shm/xdpvhost-fuzz-control-XXXXXX" : "/tmp/xdpvhost-fuzz-control-XXXXXX";
     if (::mkdtemp(name.data()) == nullptr) std::abort();
     return name;
   }();
