@@ -38,15 +38,25 @@ std::shared_ptr<const DirtyLog> DirtyLog::map(sys::UniqueFd fd, std::uint64_t si
     error = "the log fd is not sealed against shrinking (F_SEAL_SHRINK)";
     return nullptr;
   }
+  // The size that counts is the one after the seal: the frontend keeps the fd
+  // and may shrink the file until the moment it is sealed.
+  if (::fstat(fd.get(), &st) != 0) {
+    error = std::string("fstat of the log fd failed: ") + std::strerror(errno);
+    return nullptr;
+  }
   if (static_cast<std::uint64_t>(st.st_size) < offset + size) {
     error = "the log file holds " + std::to_string(st.st_size) + " bytes, offset + size is " +
             std::to_string(offset + size);
     return nullptr;
   }
-  // Mapped from the page holding `offset`: mmap wants an aligned offset.
-  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  // Mapped from the page holding `offset` (mmap wants an aligned offset), in
+  // whole pages of the file's own size: hugetlbfs maps, unmaps and lets the
+  // guard replace only whole huge pages, and st_blksize says which.
+  std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (static_cast<std::uint64_t>(st.st_blksize) > page)
+    page = static_cast<std::uint64_t>(st.st_blksize);
   const std::uint64_t start = offset / page * page;
-  const std::uint64_t length = offset - start + size;
+  const std::uint64_t length = (offset - start + size + page - 1) / page * page;
   void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(),
                    static_cast<off_t>(start));
   if (p == MAP_FAILED) {
@@ -55,6 +65,13 @@ std::shared_ptr<const DirtyLog> DirtyLog::map(sys::UniqueFd fd, std::uint64_t si
   }
   auto log = std::make_shared<DirtyLog>();
   log->mapping_ = sys::MemoryMapping(p, length);
+  // A seal does not stop a hole from being punched: a page of it that cannot
+  // be had again (hugetlbfs, strict overcommit) faults with SIGBUS.
+  log->guard_ = GuardedRange::add(p, length, &log->truncated_, error);
+  if (!log->guard_.valid()) {
+    error.insert(0, "the log: ");
+    return nullptr;
+  }
   log->bitmap_ = log->mapping_.data() + (offset - start);
   log->size_ = size;
   return log;  // the fd closes here; the mapping keeps the memory

@@ -15,12 +15,14 @@
 // the caller breaks the queue that asked (a bad log costs that port, never
 // the process).
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "sys/memory_mapping.hpp"
 #include "sys/unique_fd.hpp"
+#include "virtio/sigbus_guard.hpp"
 
 namespace xdpvhost::virtio {
 
@@ -52,6 +54,10 @@ class DirtyLog {
   // Whether page `page` is marked (tests, reports; an acquire load).
   bool is_marked(std::uint64_t page) const noexcept;
 
+  // True once the log's file lost pages under its mapping (the SIGBUS guard
+  // replaced it): marks go nowhere, and the queues that log must stop.
+  bool truncated() const noexcept { return truncated_.load(std::memory_order_relaxed); }
+
   std::uint64_t size() const noexcept { return size_; }
   // Guest physical bytes the log covers.
   std::uint64_t covered_bytes() const noexcept { return size_ * 8 * kPageSize; }
@@ -59,6 +65,8 @@ class DirtyLog {
 
  private:
   sys::MemoryMapping mapping_;
+  GuardedRange guard_;  // removed before the mapping goes (reverse order)
+  std::atomic<bool> truncated_{false};
   std::uint8_t* bitmap_ = nullptr;
   std::uint64_t size_ = 0;
 };

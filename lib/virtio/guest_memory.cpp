@@ -27,10 +27,10 @@ std::uint64_t round_up(std::uint64_t v, std::uint64_t align) {
 constexpr unsigned long kTmpfsMagic = 0x01021994;      // TMPFS_MAGIC: tmpfs, memfds
 constexpr unsigned long kHugetlbfsMagic = 0x958458f6;  // HUGETLBFS_MAGIC
 
-// Whether a region's fd may be mapped, and whether it needs the SIGBUS guard
-// (its file can still shrink).
-bool mappable(int fd, const struct stat& st, const std::string& where, bool& guarded,
-              std::string& error) {
+// Whether a region's fd may be mapped: a regular file that is sealed against
+// shrinking (a memfd that allows sealing is sealed here), or a tmpfs or
+// hugetlbfs file the guard can recover (a memfd that refuses sealing is one).
+bool mappable(int fd, const struct stat& st, const std::string& where, std::string& error) {
   if (!S_ISREG(st.st_mode)) {
     error = where + ": the fd is not a memfd or a file (mode " + std::to_string(st.st_mode) + ")";
     return false;
@@ -39,8 +39,7 @@ bool mappable(int fd, const struct stat& st, const std::string& where, bool& gua
   // backend seals its memfds itself; one that allows sealing we seal now.
   ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
   const int seals = ::fcntl(fd, F_GET_SEALS);
-  guarded = seals < 0 || (seals & F_SEAL_SHRINK) == 0;
-  if (!guarded) return true;
+  if (seals >= 0 && (seals & F_SEAL_SHRINK) != 0) return true;
   struct statfs fs {};
   if (::fstatfs(fd, &fs) != 0) {
     error = where + ": fstatfs failed: " + std::strerror(errno);
@@ -82,17 +81,22 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
         return nullptr;
       }
     }
+    const std::string where = "region " + std::to_string(i);
     struct stat st {};
     if (::fstat(s.fd.get(), &st) != 0) {
-      error = "region " + std::to_string(i) + ": fstat failed: " + std::strerror(errno);
+      error = where + ": fstat failed: " + std::strerror(errno);
       return nullptr;
     }
     // Touching a mapping past the end of its file raises SIGBUS: a region the
     // fd does not back entirely is refused, and so is a file that could be
     // cut short later without the guard knowing it.
-    const std::string where = "region " + std::to_string(i);
-    bool guarded = false;
-    if (!mappable(s.fd.get(), st, where, guarded, error)) return nullptr;
+    if (!mappable(s.fd.get(), st, where, error)) return nullptr;
+    // The size that counts is the one after the seal: the frontend keeps the
+    // fd and may shrink the file until the moment it is sealed.
+    if (::fstat(s.fd.get(), &st) != 0) {
+      error = where + ": fstat failed: " + std::strerror(errno);
+      return nullptr;
+    }
     if (static_cast<std::uint64_t>(st.st_size) < s.mmap_offset + s.size) {
       error = where + ": ends at byte " + std::to_string(s.mmap_offset + s.size) + " of an fd of " +
               std::to_string(st.st_size) + " bytes";
@@ -110,13 +114,14 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
     }
     sys::MemoryMapping mapping(addr, length);
     auto* host = mapping.data() + s.mmap_offset;
-    GuardedRange guard;
-    if (guarded) {
-      guard = GuardedRange::add(mapping.data(), mapping.size(), &mem->truncated_, error);
-      if (!guard.valid()) {
-        error.insert(0, ": ").insert(0, where);
-        return nullptr;
-      }
+    // Every region is guarded, sealed or not: a seal stops shrinking, not a
+    // hole punched into the file (fallocate), and a page of a hugetlbfs hole
+    // (or of a memfd under strict overcommit) that cannot be had again
+    // faults with SIGBUS as a truncation does.
+    GuardedRange guard = GuardedRange::add(mapping.data(), mapping.size(), &mem->truncated_, error);
+    if (!guard.valid()) {
+      error.insert(0, ": ").insert(0, where);
+      return nullptr;
     }
     mem->regions_.push_back(
         Region{s.guest_phys_addr, s.size, s.user_addr, host, std::move(mapping), std::move(guard)});

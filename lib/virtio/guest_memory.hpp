@@ -40,8 +40,9 @@ class GuestMemory {
     std::uint64_t user_addr;
     std::uint8_t* host;  // start of the region in this process
     sys::MemoryMapping mapping;
-    // Set for a file the frontend could still shrink; removed before the
-    // mapping goes (members are destroyed in reverse order).
+    // Catches a SIGBUS on the mapping (the file shrank, or lost pages that
+    // cannot be had again); removed before the mapping goes (members are
+    // destroyed in reverse order). Not set for wrap().
     GuardedRange guard;
   };
 
@@ -51,9 +52,11 @@ class GuestMemory {
 
   // Maps every region; on failure returns nullptr and sets `error`. A region
   // is mapped only when it cannot shrink under the daemon unnoticed: a memfd
-  // sealed against shrinking (F_SEAL_SHRINK, verified), or a tmpfs or
-  // hugetlbfs file (a memfd that refuses sealing is one) mapped with a
-  // SIGBUS guard. Any other fd is refused.
+  // sealed against shrinking (F_SEAL_SHRINK, verified; its size is read
+  // after the seal), or a tmpfs or hugetlbfs file (a memfd that refuses
+  // sealing is one). Any other fd is refused. Every mapped region has a
+  // SIGBUS guard: a seal does not stop a hole from being punched, and a
+  // hugetlbfs page that cannot be had again faults like a truncation.
   static std::shared_ptr<const GuestMemory> map(std::vector<MemoryRegionSpec> specs,
                                                 std::string& error);
 
@@ -75,8 +78,8 @@ class GuestMemory {
 
   const std::vector<Region>& regions() const noexcept { return regions_; }
 
-  // True once a guarded region's file was cut short under its mapping: the
-  // region now reads zeros, and the queues in it must stop.
+  // True once a region's file was cut short (or lost pages) under its
+  // mapping: the region now reads zeros, and the queues in it must stop.
   bool truncated() const noexcept { return truncated_.load(std::memory_order_relaxed); }
 
  private:

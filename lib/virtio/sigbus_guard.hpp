@@ -1,16 +1,19 @@
 #pragma once
-// Guest memory the frontend could still truncate (a hugetlbfs or tmpfs file,
-// a memfd that does not allow sealing) is mapped with a guard: a SIGBUS on an
-// access to it -- the file was cut short under the mapping -- is recovered by
-// replacing the whole mapping with anonymous memory (the access completes,
-// reading zeros) and raising the memory's flag. The port's queues then break
-// (QueueError::kMemoryTruncated) and no other port notices. A SIGBUS anywhere
-// else is a real crash: the handler steps aside and the signal kills.
+// Guest memory and dirty logs are mapped with a guard: a SIGBUS on an access
+// to them -- the file was cut short under the mapping, or lost pages to a
+// punched hole that cannot be refilled (a hugetlbfs pool run dry) -- is
+// recovered by replacing the whole mapping with anonymous memory (the access
+// completes, reading zeros) and raising the memory's flag. The port's queues
+// then break (QueueError::kMemoryTruncated) and no other port notices. A
+// SIGBUS anywhere else, or one not raised by a fault (kill, sigqueue), is a
+// real crash: the handler steps aside and the signal kills.
 //
 // The registry is a fixed array of slots, written by the control thread
-// (add/remove around a mapping's life) and read by the signal handler on any
-// thread; a slot is published with a release store of its end address and
-// cleared before the range is unmapped.
+// (add/remove around a mapping's life, under a mutex) and read by the signal
+// handler on any thread. Each slot is a seqlock: a writer makes its sequence
+// odd, changes the range, and makes it even again; the handler uses a slot
+// only if it read the same even sequence before and after the range, so it
+// never pairs one registration's start with another's end.
 
 #include <atomic>
 #include <cstddef>
@@ -35,8 +38,9 @@ class GuardedRange {
   bool valid() const noexcept { return slot_ >= 0; }
   void reset() noexcept;
 
-  // Slots in the registry: more than the memory regions of every port.
-  static constexpr int kSlots = 1024;
+  // Slots in the registry: a port holds at most 8 regions and a log, twice
+  // while a new memory table replaces the old one: room for 200 such ports.
+  static constexpr int kSlots = 4096;
 
  private:
   explicit GuardedRange(int slot) noexcept : slot_(slot) {}

@@ -113,9 +113,10 @@ std::uint16_t SplitQueue::available(std::uint16_t want) noexcept {
 
 bool SplitQueue::pop(DescriptorChain& out, Direction direction, std::uint32_t max_bytes) noexcept {
   out.clear();
-  // The memory's file was cut short (the SIGBUS guard replaced it): nothing
-  // in it is the guest's any more.
-  if (memory_ != nullptr && memory_->truncated()) return fail(QueueError::kMemoryTruncated);
+  // The memory's file (or the dirty log's) was cut short (the SIGBUS guard
+  // replaced it): nothing in it is the guest's any more.
+  if ((memory_ != nullptr && memory_->truncated()) || (log_ != nullptr && log_->truncated()))
+    return fail(QueueError::kMemoryTruncated);
   if (available() == 0) return false;
   const std::size_t slot = kRingOffset + 2u * (last_avail_idx_ & (size_ - 1));
   const std::uint16_t head = field16(avail_, slot).load(std::memory_order_relaxed);

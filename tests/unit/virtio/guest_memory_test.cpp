@@ -1,9 +1,13 @@
 #include "virtio/guest_memory.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace xdpvhost::virtio {
@@ -99,6 +103,64 @@ TEST(GuestMemory, RefusesRegionsWithoutFdOrWrapping) {
   specs.push_back({~std::uint64_t{0} - 10, kMiB, 0, 0, dup(fd)});
   EXPECT_EQ(GuestMemory::map(std::move(specs), error), nullptr);
   EXPECT_NE(error.find("wraps"), std::string::npos) << error;
+}
+
+std::shared_ptr<const GuestMemory> map_one(sys::UniqueFd fd, std::string& error) {
+  std::vector<MemoryRegionSpec> specs;
+  specs.push_back({0, kMiB, 0x7f0000000000, 0, std::move(fd)});
+  return GuestMemory::map(std::move(specs), error);
+}
+
+// A seal stops shrinking, not a punched hole (on hugetlbfs a hole whose page
+// cannot be had again faults like a truncation: integration suite
+// HugetlbGuard.*), so sealed regions are guarded as well.
+TEST(GuestMemory, EveryRegionIsGuardedSealedOrNot) {
+  std::string error;
+  sys::UniqueFd sealable(::memfd_create("guest", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  ASSERT_EQ(::ftruncate(sealable.get(), static_cast<off_t>(kMiB)), 0);
+  const int probe = ::fcntl(sealable.get(), F_DUPFD_CLOEXEC, 0);
+  auto sealed = map_one(std::move(sealable), error);
+  ASSERT_NE(sealed, nullptr) << error;
+  EXPECT_NE(::fcntl(probe, F_GET_SEALS) & F_SEAL_SHRINK, 0) << "sealed by map()";
+  ::close(probe);
+  EXPECT_TRUE(sealed->regions()[0].guard.valid());
+  auto unsealed = map_one(make_memfd(kMiB), error);
+  ASSERT_NE(unsealed, nullptr) << error;
+  EXPECT_TRUE(unsealed->regions()[0].guard.valid());
+}
+
+// The frontend cuts its memfd (one that refuses sealing) short under the
+// mapping: the access completes, reading zeros, and the memory says so.
+TEST(GuestMemory, ATruncationUnderTheMappingIsRecovered) {
+  std::string error;
+  auto fd = make_memfd(kMiB);
+  auto mem = map_one(dup(fd), error);
+  ASSERT_NE(mem, nullptr) << error;
+  volatile std::uint8_t* byte = mem->translate_gpa(kMiB / 2, 1);
+  *byte = 7;
+  ASSERT_EQ(::ftruncate(fd.get(), 0), 0);
+  EXPECT_EQ(*byte, 0);
+  EXPECT_TRUE(mem->truncated());
+}
+
+// Only a fault is recovered: a SIGBUS that names a guarded address but was
+// queued by a process (si_code SI_QUEUE) is left to the default action.
+TEST(GuestMemoryDeathTest, AQueuedSigbusIsNotRecovered) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::string error;
+  auto mem = map_one(make_memfd(kMiB), error);
+  ASSERT_NE(mem, nullptr) << error;
+  void* const addr = mem->translate_gpa(0, 1);
+  EXPECT_DEATH(
+      {
+        siginfo_t info{};
+        info.si_signo = SIGBUS;
+        info.si_code = SI_QUEUE;
+        info.si_addr = addr;
+        ::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), ::gettid(), SIGBUS, &info);
+        std::_Exit(0);  // recovered (the old handler did): a clean exit, and the test fails
+      },
+      "");
 }
 
 }  // namespace
