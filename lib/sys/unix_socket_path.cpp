@@ -7,7 +7,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace xdpvhost::sys {
@@ -41,15 +43,73 @@ int connect_to_file(int fd, int file) noexcept {
   return ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
 }
 
-// Whether something accepts connections on the socket file `name` in `dir`.
-bool accepts_connections(int dir, const std::string& name) noexcept {
+// What is behind an existing socket file.
+enum class Liveness {
+  kGone,     // no file any more
+  kStale,    // nobody is bound to it (ECONNREFUSED): left by an earlier run
+  kLive,     // a listener, or a bound socket of another type (EPROTOTYPE)
+  kUnknown,  // the probe itself failed (out of fds, EACCES, ...): not ours to judge
+};
+
+// Probes the socket file `name` in `dir` with a connect. Only ECONNREFUSED
+// says nobody is there; `err` keeps the errno of an unknown outcome.
+Liveness probe(int dir, const std::string& name, int& err) noexcept {
   UniqueFd file(open_socket_file(dir, name));
-  if (!file) return false;
+  if (!file) {
+    err = errno;
+    return err == ENOENT ? Liveness::kGone : Liveness::kUnknown;
+  }
   UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!probe.valid()) return false;
-  const int rc = connect_to_file(probe.get(), file.get());
-  // A full backlog answers EAGAIN on a non-blocking connect: still alive.
-  return rc == 0 || errno == EAGAIN;
+  if (!probe.valid()) {
+    err = errno;
+    return Liveness::kUnknown;
+  }
+  if (connect_to_file(probe.get(), file.get()) == 0) return Liveness::kLive;
+  err = errno;
+  switch (err) {
+    case EAGAIN:  // a full backlog answers EAGAIN on a non-blocking connect
+    case EPROTOTYPE:
+      return Liveness::kLive;
+    case ECONNREFUSED:
+      return Liveness::kStale;
+    default:
+      return Liveness::kUnknown;
+  }
+}
+
+// Makes room for a socket at `name` in `dir`: nothing there, or a stale
+// socket file (removed). False with `error` for a live socket, a file of
+// another kind, or one whose liveness cannot be told.
+bool clear_the_way(int dir, const std::string& name, const std::string& path, std::string& error) {
+  struct stat st {};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return true;
+  if (!S_ISSOCK(st.st_mode)) {
+    error = path + " exists and is not a socket";
+    return false;
+  }
+  int err = 0;
+  switch (probe(dir, name, err)) {
+    case Liveness::kGone:
+      return true;
+    case Liveness::kStale:
+      ::unlinkat(dir, name.c_str(), 0);  // left over by an earlier run
+      return true;
+    case Liveness::kLive:
+      error = path + " is in use: another process listens on it";
+      return false;
+    case Liveness::kUnknown:
+      break;
+  }
+  error = path + ": cannot tell whether another process listens on it (" + std::strerror(err) +
+          "); left as it is";
+  return false;
+}
+
+// A name for the socket while it is made, in the same directory: unique to
+// this process and call, short enough for /proc/self/fd/N/NAME.
+std::string temporary_name() {
+  static std::atomic<unsigned> counter{0};
+  return ".xdpvhost-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
 }
 
 }  // namespace
@@ -75,20 +135,14 @@ UnixListener listen_unix(const std::string& path, const UnixListenOptions& optio
   if (!where) return {};
   const int dir = where->dir.get();
   const std::string name = where->name;  // a copy: `where` moves into the listener
-  struct stat st {};
-  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      error = path + " exists and is not a socket";
-      return {};
-    }
-    if (accepts_connections(dir, name)) {
-      error = path + " is in use: another process listens on it";
-      return {};
-    }
-    ::unlinkat(dir, name.c_str(), 0);  // left over by an earlier run
-  }
-  if (!address_of(fd_path(dir, name), addr)) {
-    error = path + ": the file name is too long to bind through /proc/self/fd";
+  if (!clear_the_way(dir, name, path, error)) return {};
+  // The socket is bound, given its group and set listening under a name of
+  // its own, and only then renamed to `name` (never over a file: a socket
+  // someone made meanwhile wins). So `path` never shows a socket that
+  // refuses connections, which another starting daemon would take for stale.
+  const std::string temporary = temporary_name();
+  if (!address_of(fd_path(dir, temporary), addr)) {
+    error = path + ": the directory fd's path is too long to bind through /proc/self/fd";
     return {};
   }
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -96,6 +150,7 @@ UnixListener listen_unix(const std::string& path, const UnixListenOptions& optio
     error = "cannot create a socket for " + path + ": " + std::strerror(errno);
     return {};
   }
+  ::unlinkat(dir, temporary.c_str(), 0);  // one a crashed run of this pid left
   // bind() creates the file with the umask applied: give it exactly `mode`.
   const mode_t previous = ::umask(static_cast<mode_t>(~options.mode & 0777));
   const int bound = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
@@ -105,26 +160,33 @@ UnixListener listen_unix(const std::string& path, const UnixListenOptions& optio
     error = "cannot bind " + path + ": " + std::strerror(bind_errno);
     return {};
   }
-  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode)) {
-    error = path + ": the socket file went away after bind";
-    return {};
+  const auto fail = [&](std::string message) {
+    error = std::move(message);
+    ::unlinkat(dir, temporary.c_str(), 0);
+    return UnixListener{};
+  };
+  struct stat st {};
+  if (::fstatat(dir, temporary.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode))
+    return fail(path + ": the socket file went away after bind");
+  if (options.group && ::fchownat(dir, temporary.c_str(), static_cast<uid_t>(-1), *options.group,
+                                  AT_SYMLINK_NOFOLLOW) != 0)
+    return fail(path + ": cannot give it to group " + std::to_string(*options.group) + ": " +
+                std::strerror(errno));
+  if (::listen(fd.get(), options.backlog) != 0)
+    return fail("cannot listen on " + path + ": " + std::strerror(errno));
+  if (::renameat2(dir, temporary.c_str(), dir, name.c_str(), RENAME_NOREPLACE) != 0) {
+    const int err = errno;
+    // Someone put a file there since clear_the_way(): a live socket wins; a
+    // stale one goes, once.
+    std::string why;
+    if (err != EEXIST || !clear_the_way(dir, name, path, why) ||
+        ::renameat2(dir, temporary.c_str(), dir, name.c_str(), RENAME_NOREPLACE) != 0)
+      return fail(why.empty() ? "cannot name the socket " + path + ": " + std::strerror(err) : why);
   }
   listener.dev = st.st_dev;
   listener.ino = st.st_ino;
   listener.where = std::move(*where);  // `dir` stays valid: the fd moved, not closed
   listener.fd = std::move(fd);
-  if (options.group && ::fchownat(dir, name.c_str(), static_cast<uid_t>(-1), *options.group,
-                                  AT_SYMLINK_NOFOLLOW) != 0) {
-    error = path + ": cannot give it to group " + std::to_string(*options.group) + ": " +
-            std::strerror(errno);
-    remove_unix_socket(listener);
-    return {};
-  }
-  if (::listen(listener.fd.get(), options.backlog) != 0) {
-    error = "cannot listen on " + path + ": " + std::strerror(errno);
-    remove_unix_socket(listener);
-    return {};
-  }
   return listener;
 }
 

@@ -43,11 +43,15 @@ struct UnixListener {
 };
 
 // A non-blocking, close-on-exec listening socket at `path`. Missing
-// directories below the root are created. A socket file that nobody listens
-// on any more (left by an earlier run) is replaced; a live socket, or a file
-// of another kind, is refused and left alone. The file is created with
-// exactly `options.mode` (a umask of ~mode around bind()) and given its
-// group without following a symlink. Invalid with `error` on failure.
+// directories below the root are created. A socket file that nobody is bound
+// to any more (a connect answers ECONNREFUSED: left by an earlier run) is
+// replaced; a live socket of any type, a file of another kind, or a socket
+// whose liveness cannot be told (the probe failed: out of fds, EACCES) is
+// refused and left alone. The socket is made under a temporary name in the
+// same directory -- bound with exactly `options.mode` (a umask of ~mode
+// around bind()), given its group, listening -- and then renamed to `path`
+// without replacing anything, so `path` never shows a socket that refuses
+// connections. Invalid with `error` on failure.
 UnixListener listen_unix(const std::string& path, const UnixListenOptions& options,
                          std::string& error);
 

@@ -7,9 +7,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace xdpvhost::sys {
 namespace {
@@ -86,6 +89,54 @@ TEST(UnixSocketPath, RefusesALiveSocketAndLeavesItWorking) {
   first.fd.reset();
   UnixListener third = listen_unix(dir / "s.sock", {}, error);
   EXPECT_TRUE(third.valid()) << error;
+}
+
+// A bound socket of another type answers a stream connect with EPROTOTYPE:
+// it is live, not stale, and is never unlinked (a mistyped port path onto
+// udev's SEQPACKET or journald's DGRAM socket).
+TEST(UnixSocketPath, RefusesALiveSocketOfAnotherType) {
+  TempDir dir;
+  for (const int type : {SOCK_SEQPACKET, SOCK_DGRAM}) {
+    const std::string path = dir / ("other" + std::to_string(type) + ".sock");
+    UniqueFd other(::socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    std::string error;
+    ASSERT_TRUE(unix_socket_address(path, addr, error)) << error;
+    ASSERT_EQ(::bind(other.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    if (type == SOCK_SEQPACKET) {
+      ASSERT_EQ(::listen(other.get(), 4), 0);
+    }
+    struct stat before {};
+    ASSERT_EQ(::lstat(path.c_str(), &before), 0);
+    UnixListener l = listen_unix(path, {}, error);
+    EXPECT_FALSE(l.valid()) << "type " << type;
+    EXPECT_NE(error.find("is in use: another process listens on it"), std::string::npos) << error;
+    struct stat after {};
+    ASSERT_EQ(::lstat(path.c_str(), &after), 0) << "type " << type << ": unlinked";
+    EXPECT_EQ(after.st_ino, before.st_ino) << "type " << type << ": replaced";
+  }
+}
+
+// The socket is made under a temporary name and renamed into place once it
+// listens (with its mode and group): nothing but the socket is left in the
+// directory, after a success and after a refusal.
+TEST(UnixSocketPath, LeavesNoTemporaryFileBehind) {
+  TempDir dir;
+  std::string error;
+  UnixListenOptions options;
+  options.mode = 0660;
+  options.group = ::getgid();
+  UnixListener l = listen_unix(dir / "s.sock", options, error);
+  ASSERT_TRUE(l.valid()) << error;
+  struct stat st {};
+  ASSERT_EQ(::lstat((dir / "s.sock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_gid, ::getgid());
+  EXPECT_FALSE(listen_unix(dir / "s.sock", options, error).valid());
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir.path()))
+    names.push_back(entry.path().filename());
+  EXPECT_EQ(names, std::vector<std::string>{"s.sock"});
 }
 
 TEST(UnixSocketPath, RemovesOnlyTheFileItBound) {
