@@ -264,24 +264,27 @@ void ControlServer::admit(stream_protocol::socket socket) {
 }
 
 void ControlServer::accept() {
-  acceptor_->async_accept(
-      [this](const boost::system::error_code& ec, stream_protocol::socket socket) {
-        if (ec == boost::asio::error::operation_aborted || !acceptor_) return;
-        if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE ||
-            ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory) {
-          // The connection stays queued: accepting again at once would spin.
-          if (sys::worth_logging(++accept_failures_))
-            spdlog::warn("control socket: cannot accept: {}; trying again in {} ms (#{})",
-                         ec.message(), options_.accept_backoff.count(), accept_failures_);
-          accept_timer_.expires_after(options_.accept_backoff);
-          accept_timer_.async_wait([this](const boost::system::error_code& wait_error) {
-            if (!wait_error && acceptor_) accept();
-          });
-          return;
-        }
-        if (!ec) admit(std::move(socket));
-        accept();
+  // A completion already queued when the server goes (a reload destroys it in
+  // the same pass of the io_context) still runs, with success: `alive` says
+  // whether `this` is still there.
+  acceptor_->async_accept([this, alive = std::weak_ptr<int>(alive_)](
+                              const boost::system::error_code& ec, stream_protocol::socket socket) {
+    if (alive.expired() || ec == boost::asio::error::operation_aborted || !acceptor_) return;
+    if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE ||
+        ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory) {
+      // The connection stays queued: accepting again at once would spin.
+      if (sys::worth_logging(++accept_failures_))
+        spdlog::warn("control socket: cannot accept: {}; trying again in {} ms (#{})", ec.message(),
+                     options_.accept_backoff.count(), accept_failures_);
+      accept_timer_.expires_after(options_.accept_backoff);
+      accept_timer_.async_wait([this, alive](const boost::system::error_code& wait_error) {
+        if (!alive.expired() && !wait_error && acceptor_) accept();
       });
+      return;
+    }
+    if (!ec) admit(std::move(socket));
+    accept();
+  });
 }
 
 void ControlServer::close(const std::shared_ptr<Session>& session) {

@@ -84,6 +84,9 @@ class ControlServer {
   std::uint64_t refused_peers_ = 0;
   std::uint64_t accept_failures_ = 0;
   std::uint64_t evicted_ = 0;
+  // Expires with the server: handlers of the acceptor and the back-off timer
+  // hold a weak_ptr to it (a completion queued before the destructor runs).
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace xdpvhost::daemon

@@ -193,8 +193,12 @@ std::uint16_t HttpServer::bound_port() const {
 }
 
 void HttpServer::accept() {
-  acceptor_->async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
-    if (ec == boost::asio::error::operation_aborted || !acceptor_) return;
+  // A completion already queued when the server goes (a reload destroys it in
+  // the same pass of the io_context) still runs, with success: `alive` says
+  // whether `this` is still there.
+  acceptor_->async_accept([this, alive = std::weak_ptr<int>(alive_)](
+                              const boost::system::error_code& ec, tcp::socket socket) {
+    if (alive.expired() || ec == boost::asio::error::operation_aborted || !acceptor_) return;
     if (!ec) {
       if (sessions_.size() >= options_.max_connections) {
         // Best effort, never blocking: the client learns why and is closed.
@@ -216,8 +220,8 @@ void HttpServer::accept() {
         spdlog::warn("metrics listener: cannot accept: {}; trying again in 100 ms (#{})",
                      ec.message(), accept_failures_);
       retry_.expires_after(std::chrono::milliseconds(100));
-      retry_.async_wait([this](const boost::system::error_code& wait_error) {
-        if (!wait_error && acceptor_) accept();
+      retry_.async_wait([this, alive](const boost::system::error_code& wait_error) {
+        if (!alive.expired() && !wait_error && acceptor_) accept();
       });
       return;
     }

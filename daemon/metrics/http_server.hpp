@@ -73,6 +73,9 @@ class HttpServer {
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::uint64_t accept_failures_ = 0;
+  // Expires with the server: handlers of the acceptor and the retry timer
+  // hold a weak_ptr to it (a completion queued before the destructor runs).
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace xdpvhost::daemon::metrics

@@ -264,6 +264,36 @@ TEST_F(HttpServerTest, StopClosesEveryConnection) {
   EXPECT_EQ(server_->bound_port(), 0);
 }
 
+// Two clients wait in the backlog. The accept handler of the first starts
+// the next accept, which Asio tries at once and finds the second client: its
+// successful completion is queued. The server goes before that completion
+// runs (as a reload would), and the completion must then touch nothing of it
+// (under ASan a handler that used `this` is a heap-use-after-free).
+TEST(HttpServerLifetime, AnAcceptCompletedAsTheServerGoesIsDropped) {
+  boost::asio::io_context io;
+  HttpServer::Options o;
+  o.host = "127.0.0.1";
+  auto server =
+      std::make_unique<HttpServer>(io, o, [](const HttpRequest&) { return HttpResponse{}; });
+  std::string error;
+  ASSERT_TRUE(server->start(error)) << error;
+  io.poll();  // the accept waits in the reactor
+  io.restart();
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server->bound_port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sys::UniqueFd first(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sys::UniqueFd second(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(::connect(first.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::connect(second.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(io.poll_one(), 1u);  // the first is admitted; the second's accept is queued
+  EXPECT_EQ(server->connections(), 1u);
+  server.reset();
+  io.restart();
+  io.poll();  // the second's completion runs after its server went
+}
+
 TEST(HttpServerIpv6, ListensOnLoopbackV6) {
   boost::asio::io_context io;
   HttpServer::Options o;
