@@ -131,6 +131,7 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
   q.err = std::move(start.err);
   q.running = true;
   q.error_reported = false;
+  q.short_valid = false;
   status_[vring].error.store(virtio::QueueError::kNone, std::memory_order_relaxed);
   status_[vring].state.store(QueueState::kRunning, std::memory_order_relaxed);
   if (q.ring.attach(std::move(start.memory), start.ring) != virtio::QueueError::kNone) {
@@ -491,12 +492,19 @@ GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
                                               const net::VirtioNetOffload& offload,
                                               std::uint32_t len, const net::GuestForward* patch) {
   const std::uint32_t need = header_size_ + len;
+  if (q.short_valid && need > q.short_room && q.ring.last_avail_idx() == q.short_last &&
+      q.ring.driver_avail_idx() == q.short_avail) {
+    counters().drop(DropReason::kRxBufferTooSmall);  // the same buffers as last time
+    return Delivery::kDone;
+  }
   unsigned n = 0;
   std::uint32_t room = 0;
+  std::uint32_t walked = 0;
   while (room < need) {
     if (n == kMaxBuffersPerFrame) break;  // buffers this small: counted as too small below
     if (n == rx_chains_.size()) rx_chains_.emplace_back();
-    if (!q.ring.pop(rx_chains_[n], Direction::kDeviceWrites)) {
+    if (!q.ring.pop(rx_chains_[n], Direction::kDeviceWrites, 0xffffffffu,
+                    kRxDescriptorsPerFrame - walked)) {
       q.ring.unpop(static_cast<std::uint16_t>(n));
       if (q.ring.broken()) {
         report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
@@ -507,15 +515,22 @@ GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
       blocked_avail_ = q.ring.driver_avail_idx();
       return Delivery::kNoBuffer;
     }
-    room += rx_chains_[n].writable_bytes;
-    ++n;
-    if (!mergeable_) break;
+    const virtio::DescriptorChain& chain = rx_chains_[n++];
+    walked += chain.descriptors;
+    if (chain.truncated) break;  // the rest of this chain is beyond the budget
+    room += chain.writable_bytes;
+    if (!mergeable_ || walked >= kRxDescriptorsPerFrame) break;
   }
-  if (room < need) {
+  if (room < need) {  // also when the budget ran out before the room did
     q.ring.unpop(static_cast<std::uint16_t>(n));
+    q.short_valid = true;
+    q.short_room = room;
+    q.short_last = q.ring.last_avail_idx();
+    q.short_avail = q.ring.driver_avail_idx();
     counters().drop(DropReason::kRxBufferTooSmall);
     return Delivery::kDone;
   }
+  q.short_valid = false;
 
   NetHeader header{};
   header.flags = offload.flags;

@@ -108,6 +108,12 @@ class GuestPort final : public Port {
   // Receive buffers (MRG_RXBUF) one frame may take at most: enough for a
   // 64 KiB frame in 1500-byte buffers; fewer, larger ones are what guests post.
   static constexpr unsigned kMaxBuffersPerFrame = 64;
+  // Descriptors one frame may walk at most over all its receive chains: a
+  // Linux guest's take one each (mergeable) or MAX_SKB_FRAGS + 2 (big
+  // packets). Buffers spread thinner (zero-length descriptors, say) make the
+  // frame too small; the ring is not walked again for a frame as large until
+  // the guest changes it.
+  static constexpr std::uint32_t kRxDescriptorsPerFrame = 256;
 
   // ---- Port ----
   unsigned poll(Forwarder& forwarder) override;
@@ -125,6 +131,14 @@ class GuestPort final : public Port {
     sys::UniqueFd err;
     bool running = false;
     bool error_reported = false;
+    // The receive buffers at the head of the ring held `short_room` bytes
+    // when a frame did not fit (within the limits above): while the ring is
+    // where it was then (same avail and last-avail index), a frame needing
+    // as much is dropped without walking them again.
+    bool short_valid = false;
+    std::uint16_t short_avail = 0;
+    std::uint16_t short_last = 0;
+    std::uint32_t short_room = 0;
   };
   struct Status {
     std::atomic<QueueState> state{QueueState::kStopped};

@@ -111,7 +111,8 @@ std::uint16_t SplitQueue::available(std::uint16_t want) noexcept {
   return count;
 }
 
-bool SplitQueue::pop(DescriptorChain& out, Direction direction, std::uint32_t max_bytes) noexcept {
+bool SplitQueue::pop(DescriptorChain& out, Direction direction, std::uint32_t max_bytes,
+                     std::uint32_t max_descriptors) noexcept {
   out.clear();
   // The memory's file (or the dirty log's) was cut short (the SIGBUS guard
   // replaced it): nothing in it is the guest's any more.
@@ -121,7 +122,7 @@ bool SplitQueue::pop(DescriptorChain& out, Direction direction, std::uint32_t ma
   const std::size_t slot = kRingOffset + 2u * (last_avail_idx_ & (size_ - 1));
   const std::uint16_t head = field16(avail_, slot).load(std::memory_order_relaxed);
   if (head >= size_) return fail(QueueError::kHeadOutOfRange);
-  if (!walk(head, out, direction, max_bytes)) return false;
+  if (!walk(head, out, direction, max_bytes, max_descriptors)) return false;
   if (!out.truncated && out.readable_bytes == 0 && out.writable_bytes == 0)
     return fail(QueueError::kEmptyChain);
   out.head = head;
@@ -130,7 +131,7 @@ bool SplitQueue::pop(DescriptorChain& out, Direction direction, std::uint32_t ma
 }
 
 bool SplitQueue::walk(std::uint16_t head, DescriptorChain& out, Direction direction,
-                      std::uint32_t max_bytes) noexcept {
+                      std::uint32_t max_bytes, std::uint32_t max_descriptors) noexcept {
   const std::uint8_t* table = desc_;
   std::uint32_t table_size = size_;
   bool in_indirect = false;
@@ -171,6 +172,10 @@ bool SplitQueue::walk(std::uint16_t head, DescriptorChain& out, Direction direct
         generation_ = 1;
       }
       continue;
+    }
+    if (count > max_descriptors) {
+      out.truncated = true;  // the caller's budget: the rest is not read
+      return true;
     }
     if (!add_buffer(d, out, direction)) return false;
     if (!(d.flags & Descriptor::kFlagNext)) return true;

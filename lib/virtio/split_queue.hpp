@@ -75,10 +75,11 @@ class SplitQueue {
 
   // Pops the next chain into `out`. Returns false if there is none or the
   // queue broke while reading it (then error() tells why). The walk stops
-  // once the chain holds more than `max_bytes` (out.truncated; the chain is
-  // still popped: the caller drops it and returns it used).
-  bool pop(DescriptorChain& out, Direction direction,
-           std::uint32_t max_bytes = 0xffffffffu) noexcept;
+  // once the chain holds more than `max_bytes`, or before its descriptor
+  // number `max_descriptors` + 1 (out.truncated either way; the chain is
+  // still popped: the caller drops it and returns it used, or unpops it).
+  bool pop(DescriptorChain& out, Direction direction, std::uint32_t max_bytes = 0xffffffffu,
+           std::uint32_t max_descriptors = kMaxChainDescriptors) noexcept;
 
   // The caller found the last popped chain to be beyond what the device
   // accepts (e.g. longer than any frame): the queue is broken for `e`.
@@ -115,8 +116,8 @@ class SplitQueue {
     error_ = e;
     return false;
   }
-  bool walk(std::uint16_t head, DescriptorChain& out, Direction direction,
-            std::uint32_t max_bytes) noexcept;
+  bool walk(std::uint16_t head, DescriptorChain& out, Direction direction, std::uint32_t max_bytes,
+            std::uint32_t max_descriptors) noexcept;
   bool add_buffer(const Descriptor& d, DescriptorChain& out, Direction direction) noexcept;
   std::uint16_t load_avail_idx() const noexcept;
   // Marks [offset, offset + len) of the used ring dirty, if its writes are logged.

@@ -124,6 +124,38 @@ TEST_F(HostileFrontend, ReceiveChainsWithoutBytesBreakOnlyThatQueue) {
   expect_bystanders_served("after an empty receive chain");
 }
 
+TEST_F(HostileFrontend, ReceiveChainsOfEmptyDescriptorsAreNotWalkedForEveryFrame) {
+  auto evil = connect_guest("evil");
+  ASSERT_TRUE(evil);
+  fe::DriverQueue& rx = evil->rx_queue();
+  // As above, but the table ends in one 1-byte buffer: a chain that is not
+  // empty, a whole ring long, of which a frame would take 64 (MRG_RXBUF).
+  const std::uint32_t n = rx.size();
+  const std::uint64_t table = rx.allocate_table(n);
+  auto* entries = rx.memory().as<virtio::Descriptor>(table);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    entries[i].addr = table;
+    entries[i].len = i + 1 < n ? 0 : 1;
+    entries[i].flags = static_cast<std::uint16_t>(virtio::Descriptor::kFlagWrite |
+                                                  (i + 1 < n ? virtio::Descriptor::kFlagNext : 0));
+    entries[i].next = static_cast<std::uint16_t>(i + 1 < n ? i + 1 : 0);
+  }
+  while (auto head = rx.take_descriptor()) {
+    auto& d = rx.descriptors()[*head];
+    d.addr = table;
+    d.len = n * 16;
+    d.flags = virtio::Descriptor::kFlagIndirect;
+    d.next = 0;
+    rx.push_avail_raw(*head);
+  }
+  std::vector<Bytes> flood;
+  for (int i = 0; i < 500; ++i) flood.push_back(numbered_frame(kMacEvil, kMacA, 100 + i));
+  ASSERT_TRUE(send_frames(*a_, flood));
+  ASSERT_TRUE(wait_until([&] { return drops("evil", "rx_buffer_too_small") >= 500; }))
+      << stats("evil").dump();
+  expect_bystanders_served("while frames for a port of empty receive chains are dropped");
+}
+
 TEST_F(HostileFrontend, OverlongTransmitChainsAreCutShort) {
   auto evil = connect_guest("evil");
   ASSERT_TRUE(evil);

@@ -202,6 +202,52 @@ TEST_F(GuestPortTest, WithoutMergeableATooSmallBufferIsNotUsed) {
   ASSERT_EQ(b->guest.received().size(), 1u) << "and takes the next frame that fits";
 }
 
+TEST_F(GuestPortTest, ReceiveBuffersSpreadOverTooManyDescriptorsAreTooSmall) {
+  build();
+  // Within the budget: a chain of 100 empty descriptors and a buffer is used.
+  b->guest.post_rx_spread(100, 2048);
+  auto frame = test::udp_frame(kMacB, kMacA, 100);
+  a->guest.send(frame);
+  round();
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, frame);
+  // Beyond it: the room only comes after 200 + 200 descriptors, more than
+  // one frame may walk (a guest could otherwise make every frame walk 64
+  // chains of a whole ring each).
+  b->guest.post_rx_spread(199, 1);
+  b->guest.post_rx_spread(199, 2048);
+  a->guest.send(frame);
+  round();
+  ASSERT_EQ(b->drops(DropReason::kRxBufferTooSmall), 1u);
+  EXPECT_TRUE(b->guest.received().empty());
+  EXPECT_EQ(b->port.counters().tx_packets.get(), 1u);
+}
+
+TEST_F(GuestPortTest, BuffersFoundTooSmallAreNotWalkedAgainUntilTheGuestPostsMore) {
+  build(test::default_features(), bit(Feature::kVersion1));
+  b->guest.post_rx(1, 128);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 500));
+  round();
+  EXPECT_EQ(b->drops(DropReason::kRxBufferTooSmall), 1u);
+  // The driver enlarges the buffer it already made available, without
+  // telling: the device does not look at it again for a frame as large...
+  b->guest.replace_rx_buffer(0, 2048);
+  a->guest.send(test::udp_frame(kMacB, kMacA, 500));
+  round();
+  EXPECT_EQ(b->drops(DropReason::kRxBufferTooSmall), 2u) << "the ring was walked again";
+  EXPECT_TRUE(b->guest.received().empty());
+  // ...until the avail index moves.
+  b->guest.post_rx(1, 2048);
+  auto frame = test::udp_frame(kMacB, kMacA, 500);
+  a->guest.send(frame);
+  round();
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, frame);
+  EXPECT_EQ(b->drops(DropReason::kRxBufferTooSmall), 2u);
+}
+
 TEST_F(GuestPortTest, PartialChecksumIsCompletedForAGuestWithoutGuestCsum) {
   build(test::default_features() | bit(Feature::kNetCsum), test::default_features());
   b->guest.post_rx(1);

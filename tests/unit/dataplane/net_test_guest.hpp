@@ -97,6 +97,31 @@ class NetTestGuest {
     }
   }
 
+  // Posts one receive chain through an indirect table: `zeros` zero-length
+  // writable descriptors, then one buffer of `len` bytes.
+  void post_rx_spread(std::uint32_t zeros, std::uint32_t len) {
+    const std::uint16_t idx = next_rx_++ % size_;
+    const auto table = rx.alloc((zeros + 1) * 16);
+    rx_buffers_[idx] = rx.alloc(len);
+    auto* entries = reinterpret_cast<Descriptor*>(rx.host(table));
+    for (std::uint32_t i = 0; i <= zeros; ++i) {
+      entries[i].addr = i < zeros ? table : rx_buffers_[idx];
+      entries[i].len = i < zeros ? 0 : len;
+      entries[i].flags = static_cast<std::uint16_t>(Descriptor::kFlagWrite |
+                                                    (i < zeros ? Descriptor::kFlagNext : 0));
+      entries[i].next = static_cast<std::uint16_t>(i + 1);
+    }
+    rx.set_desc(idx, table, (zeros + 1) * 16, Descriptor::kFlagIndirect);
+    rx.publish(idx);
+  }
+
+  // Gives the receive descriptor `idx`, already made available, a new buffer
+  // of `len` bytes, as a driver breaking the rules would (the device owns it).
+  void replace_rx_buffer(std::uint16_t idx, std::uint32_t len) {
+    rx_buffers_[idx] = rx.alloc(len);
+    rx.set_desc(idx, rx_buffers_[idx], len, Descriptor::kFlagWrite);
+  }
+
   // Frames the device completed on the RX ring since the last call.
   std::vector<ReceivedFrame> received() {
     std::vector<ReceivedFrame> out;
