@@ -485,12 +485,21 @@ void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
       bytes.len = meta.len;
       if (!port.put_copy_on_tx(bytes)) failed = true;
     }
-  } sink{*this, umem_->tx_room(),
-         std::min(options_.max_frame, static_cast<std::uint32_t>(tx_scratch_.size()))};
+  };
+  // Segments longer than one UMEM frame are made in the scratch buffer and
+  // sent as a chain; without multi-buffer there is none, and a segment must
+  // fit one frame.
+  const std::uint32_t room = umem_->tx_room();
+  const std::uint32_t longest =
+      std::min(options_.max_frame,
+               tx_scratch_.empty() ? room : static_cast<std::uint32_t>(tx_scratch_.size()));
+  UmemSink sink{*this, room, longest};
   const net::SegmentResult r =
       net::segment(frame.bytes(), frame.offload,
                    offload ? net::ChecksumMode::partial : net::ChecksumMode::software, sink);
-  if (r.status == net::SegmentStatus::buffer_too_small || sink.failed) {
+  if (r.status != net::SegmentStatus::done || sink.failed) {
+    // A segment longer than the uplink takes (out_of_buffers: the sink had
+    // none that long), or one the TX ring refused; those before it are sent.
     if (sink.held) umem_->frames().free(sink.addr);  // handed out, not committed
     counters().drop(DropReason::kOversize);
     return;
