@@ -365,11 +365,25 @@ std::uint32_t UplinkQueuePort::tx_descriptors(std::uint32_t len) const noexcept 
   return xsk::descriptors_for(len, umem_->tx_room());
 }
 
+std::uint32_t UplinkQueuePort::frame_descriptors(const Frame& frame) const noexcept {
+  if (!frame.needs_offload()) return tx_descriptors(frame.len);
+  std::uint32_t segment = frame.len;
+  if (frame.offload.is_gso())
+    segment = std::min(segment, frame.offload.layout.header_len() +
+                                    std::uint32_t{frame.offload.request.gso.gso_size});
+  return frame.offload.segments * tx_descriptors(std::min(segment, options_.max_frame));
+}
+
+std::uint32_t UplinkQueuePort::tx_capacity() const noexcept {
+  return std::min(options_.tunables.tx_inflight_max, socket_->config().tx_size);
+}
+
 bool UplinkQueuePort::can_accept(const Frame& frame) const noexcept {
   if (!socket_ || !link_up_) return true;  // deliver() counts the drop
-  if (!frame.needs_offload()) return has_tx_room(tx_descriptors(frame.len));
-  return has_tx_room(frame.offload.segments *
-                     tx_descriptors(std::min(frame.len, options_.max_frame)));
+  const std::uint32_t n = frame_descriptors(frame);
+  // One that never fits is taken (and dropped, counted): waiting for room
+  // would hold its guest's transmit queue for good.
+  return n > tx_capacity() || has_tx_room(n);
 }
 
 void UplinkQueuePort::put_on_tx(const std::uint64_t* addrs, const std::uint32_t* lens,
@@ -423,7 +437,12 @@ void UplinkQueuePort::deliver(const Frame& frame) {
     counters().drop(DropReason::kOversize);
     return;
   }
-  if (!has_tx_room(tx_descriptors(frame.len))) {
+  const std::uint32_t descriptors = tx_descriptors(frame.len);
+  if (descriptors > tx_capacity()) {
+    counters().drop(DropReason::kOversize);  // a chain longer than tx_inflight_max
+    return;
+  }
+  if (!has_tx_room(descriptors)) {
     counters().drop(DropReason::kUplinkTxFull);
     return;
   }
@@ -438,13 +457,16 @@ void UplinkQueuePort::deliver(const Frame& frame) {
 // finished in software otherwise. A segment longer than one UMEM frame
 // (jumbo MTU) is made in a scratch buffer and copied out as a chain.
 void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
-  const std::uint32_t segments = frame.offload.segments;
-  const std::uint32_t per_segment = tx_descriptors(std::min(frame.len, options_.max_frame));
-  if (!has_tx_room(segments * per_segment)) {
+  const std::uint32_t descriptors = frame_descriptors(frame);
+  if (descriptors > tx_capacity()) {
+    counters().drop(DropReason::kOversize);  // more segments than the TX ring or tx_inflight_max
+    return;
+  }
+  if (!has_tx_room(descriptors)) {
     counters().drop(DropReason::kUplinkTxFull);
     return;
   }
-  const bool offload = tx_checksum_offload_ && per_segment == 1;
+  const bool offload = tx_checksum_offload_ && descriptors == frame.offload.segments;
   struct UmemSink {
     UplinkQueuePort& port;
     std::uint32_t room;

@@ -107,6 +107,12 @@ class UplinkQueuePort final : public Port {
   bool has_tx_room(std::uint32_t descriptors) const noexcept;
   // UMEM frames a frame of `len` bytes takes on TX.
   std::uint32_t tx_descriptors(std::uint32_t len) const noexcept;
+  // TX descriptors a frame of the guests takes here: one chain per segment,
+  // each as long as the headers and gso_size.
+  std::uint32_t frame_descriptors(const Frame& frame) const noexcept;
+  // The most descriptors this queue ever has room for at once; a frame that
+  // needs more never fits (dropped as oversize, not waited for).
+  std::uint32_t tx_capacity() const noexcept;
   // One packet, already in UMEM frames addrs[0..descriptors), onto the TX
   // ring (a chain with XDP_PKT_CONTD when several).
   // `first_options`: xsk::kTxMetadataOption when the metadata before the

@@ -43,19 +43,23 @@ class UplinkQueuePortTest : public NetnsPair, public ::testing::WithParamInterfa
     path_.close();
     NetnsPair::TearDown();
   }
-  // Hands the port the frame as a guest sent it with `header`, as a guest
-  // port would: the request decoded and validated against the frame.
-  void send(const std::vector<std::uint8_t>& bytes, const net::VirtioNetOffload& header,
-            std::uint32_t mtu = 1500) {
+  // The frame as a guest port hands it on when its guest sent it with
+  // `header`: the request decoded and validated against the frame.
+  Frame frame_of(const std::vector<std::uint8_t>& bytes, const net::VirtioNetOffload& header,
+                 std::uint32_t mtu = 1500) {
     net::OffloadRequest request;
-    ASSERT_EQ(net::decode_virtio_offload(header, request), net::OffloadError::none);
-    const dataplane::Span span{bytes.data(), static_cast<std::uint32_t>(bytes.size())};
+    EXPECT_EQ(net::decode_virtio_offload(header, request), net::OffloadError::none);
+    span_ = dataplane::Span{bytes.data(), static_cast<std::uint32_t>(bytes.size())};
     net::OffloadPolicy policy;
     policy.mtu = mtu;
     const net::OffloadCheck check =
-        net::validate_offload(net::ByteSpans{&span, 1}, request, policy);
-    ASSERT_TRUE(check.ok());
-    const Frame frame(span, check.offload);
+        net::validate_offload(net::ByteSpans{&span_, 1}, request, policy);
+    EXPECT_TRUE(check.ok());
+    return Frame(span_, check.offload);
+  }
+  void send(const std::vector<std::uint8_t>& bytes, const net::VirtioNetOffload& header,
+            std::uint32_t mtu = 1500) {
+    const Frame frame = frame_of(bytes, header, mtu);
     ASSERT_TRUE(frame.needs_offload());
     port_->deliver(frame);
     port_->end_burst();
@@ -66,6 +70,7 @@ class UplinkQueuePortTest : public NetnsPair, public ::testing::WithParamInterfa
     return n;
   }
 
+  dataplane::Span span_;  // of the last frame_of()
   XskPath path_;
   std::unique_ptr<PacketSocket> peer_;
   std::unique_ptr<UplinkQueuePort> port_;
@@ -108,6 +113,28 @@ TEST_P(UplinkQueuePortTest, SegmentsLongerThanAUmemFrameNeedMultiBufferOrAreCoun
     EXPECT_EQ(port_->counters().drops[static_cast<std::size_t>(DropReason::kOversize)].get(), 1u)
         << "a 3054-byte segment does not fit a 2048-byte UMEM frame";
   }
+}
+
+// A guest's transmit queue waits while the uplink has no room for a frame
+// (can_accept false): for a frame that could never fit, it would wait forever.
+TEST_P(UplinkQueuePortTest, AFrameIsWaitedForOnlyIfItCanEverFit) {
+  dataplane::Tunables t;
+  t.tx_inflight_max = 4;
+  port_->set_tunables(t);
+  port_->set_max_frame(9018);  // a jumbo uplink; the guest's segments are 1454 bytes
+  const net::VirtioNetOffload tso{
+      net::kVirtioNetNeedsCsum, net::kVirtioGsoTcpv4, 14 + 20 + 20, 1400, 14 + 20, 16};
+  // Three segments of one UMEM frame each: room for them.
+  const auto three = dataplane::test::tcp_frame(mac_b_.bytes.data(), kGuestMac, 3 * 1400);
+  EXPECT_TRUE(port_->can_accept(frame_of(three, tso)));
+  send(three, tso);
+  EXPECT_EQ(peer_->receive(3, 2000).size(), 3u);
+  // Five never fit in four: taken, and dropped as oversize.
+  const auto five = dataplane::test::tcp_frame(mac_b_.bytes.data(), kGuestMac, 5 * 1400);
+  EXPECT_TRUE(port_->can_accept(frame_of(five, tso)));
+  send(five, tso);
+  EXPECT_EQ(port_->counters().drops[static_cast<std::size_t>(DropReason::kOversize)].get(), 1u);
+  EXPECT_EQ(port_->counters().tx_packets.get(), 3u);
 }
 
 INSTANTIATE_TEST_SUITE_P(MultiBuffer, UplinkQueuePortTest, ::testing::Bool(), [](const auto& info) {
