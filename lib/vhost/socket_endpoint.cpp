@@ -17,6 +17,20 @@
 
 namespace xdpvhost::vhost {
 
+namespace {
+
+// Charges the control thread's CPU time from here to the end of the scope.
+struct ChargeTurn {
+  explicit ChargeTurn(sys::CpuBudget& b) noexcept : budget(b) {}
+  ChargeTurn(const ChargeTurn&) = delete;
+  ChargeTurn& operator=(const ChargeTurn&) = delete;
+  ~ChargeTurn() { budget.charge(sys::thread_cpu_time() - start); }
+  sys::CpuBudget& budget;
+  std::chrono::nanoseconds start = sys::thread_cpu_time();
+};
+
+}  // namespace
+
 SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Device& device,
                                StateCallback on_state)
     : io_(io),
@@ -93,7 +107,23 @@ void SocketEndpoint::wait_accept() {
 }
 
 void SocketEndpoint::on_accept() {
-  for (;;) {
+  // Connections cost the control thread too (turned away, they still are
+  // accepted and closed): charged to this port, kAcceptsPerTurn at a time,
+  // so that a connect-and-close flood on one port's socket holds up nobody
+  // else.
+  if (const auto wait = budget_.wait(sys::CpuBudget::Clock::now()); wait.count() > 0) {
+    ++counters_.throttled;
+    rest_accept(wait);
+    return;
+  }
+  const ChargeTurn charge{budget_};
+  for (unsigned accepted = 0;; ++accepted) {
+    if (accepted == kAcceptsPerTurn) {
+      boost::asio::post(io_, [this, alive = std::weak_ptr<int>(alive_)] {
+        if (!alive.expired() && !stopping_ && listen_wait_) on_accept();
+      });
+      return;
+    }
     sys::UniqueFd fd(::accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) {
       const int error = errno;
@@ -124,8 +154,12 @@ void SocketEndpoint::back_off_accept(int error) {
     spdlog::warn("port {}: cannot accept on {}: {}; trying again in {} ms (#{})", options_.name,
                  options_.path, std::strerror(error), options_.accept_backoff.count(),
                  counters_.accept_failures);
+  rest_accept(options_.accept_backoff);
+}
+
+void SocketEndpoint::rest_accept(std::chrono::nanoseconds wait) {
   std::weak_ptr<int> alive = alive_;
-  accept_timer_.expires_after(options_.accept_backoff);
+  accept_timer_.expires_after(wait);
   accept_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired() || stopping_ || !listen_wait_) return;
     on_accept();
@@ -196,11 +230,7 @@ void SocketEndpoint::on_readable() {
   }
   // What this turn costs the control thread is charged to the frontend,
   // however the turn ends.
-  struct Charge {
-    sys::CpuBudget& budget;
-    std::chrono::nanoseconds start = sys::thread_cpu_time();
-    ~Charge() { budget.charge(sys::thread_cpu_time() - start); }
-  } charge{budget_};
+  const ChargeTurn charge{budget_};
   Message message;
   // A frontend streaming messages gets kMessagesPerTurn of them, then the
   // io_context serves everyone else (other frontends, the control socket,

@@ -7,8 +7,9 @@
 // without following a symlink (sys/socket_directory.hpp); a live socket is
 // never replaced. When accept() runs out of fds (EMFILE, ENFILE) the
 // listener backs off instead of spinning. A frontend gets a share of the
-// control thread (sys::CpuBudget, kept across its reconnections): past it,
-// its messages wait, and nobody else does.
+// control thread (sys::CpuBudget, kept across its reconnections; connections
+// accepted or turned away on the port's socket are charged to it too): past
+// it, its messages and connections wait, and nobody else does.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -60,6 +61,8 @@ class SocketEndpoint {
 
   // Messages handled per readiness event before others get their turn.
   static constexpr unsigned kMessagesPerTurn = 16;
+  // Connections accepted (or turned away) per turn, likewise.
+  static constexpr unsigned kAcceptsPerTurn = 16;
   // A frontend's share of the control thread: 250 ms of CPU at the start
   // and after a rest, then 2 % of the time. A negotiation of one queue pair
   // costs the control thread about 0.4 ms, so QEMU starting, rebooting or
@@ -88,6 +91,7 @@ class SocketEndpoint {
   void wait_accept();
   void on_accept();
   void back_off_accept(int error);
+  void rest_accept(std::chrono::nanoseconds wait);
   void try_connect();
   void schedule_reconnect();
   void attach(sys::UniqueFd fd);

@@ -1,0 +1,117 @@
+// SocketEndpoint on a real unix socket and io_context: connections that a
+// port's socket accepts or turns away are charged to that port's share of
+// the control thread, so a connect-and-close flood holds up nobody else.
+
+#include "vhost/socket_endpoint.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "sys/unique_fd.hpp"
+#include "vhost/device_backend.hpp"
+
+namespace xdpvhost::vhost {
+namespace {
+
+struct IdleBackend : DeviceBackend {
+  void start_queue(QueueStart) override {}
+  std::uint16_t stop_queue(std::uint32_t) override { return 0; }
+  void set_mtu(std::uint32_t) override {}
+};
+
+sys::UniqueFd connect_to(const std::string& path) {
+  sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  path.copy(addr.sun_path, sizeof addr.sun_path - 1);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return {};
+  return fd;
+}
+
+class SocketEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/xdpvhost-endpoint-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    sys::set_port_socket_dirs({dir_});
+  }
+  void TearDown() override {
+    sys::set_port_socket_dirs({});
+    std::filesystem::remove_all(dir_);
+  }
+  std::unique_ptr<SocketEndpoint> endpoint(const std::string& name, Device& device,
+                                           sys::CpuBudget::Limits budget) {
+    SocketEndpoint::Options o;
+    o.name = name;
+    o.path = dir_ + "/" + name + ".sock";
+    o.budget = budget;
+    auto e = std::make_unique<SocketEndpoint>(io_, o, device);
+    std::string error;
+    EXPECT_TRUE(e->start(error)) << error;
+    return e;
+  }
+  // Runs the io_context until `done` or `limit` passed.
+  template <typename F>
+  bool run_until(F done, std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      io_.run_for(std::chrono::milliseconds(5));
+      if (io_.stopped()) io_.restart();
+    }
+    return true;
+  }
+
+  boost::asio::io_context io_;
+  std::string dir_;
+};
+
+TEST_F(SocketEndpointTest, AConnectionFloodIsChargedToItsPortAndHoldsUpNobodyElse) {
+  IdleBackend backend_a, backend_b;
+  Device device_a{DeviceOptions{1, true}, backend_a}, device_b{DeviceOptions{1, true}, backend_b};
+  // A small burst, so that the flood spends it quickly.
+  auto flooded = endpoint("flooded", device_a, {std::chrono::milliseconds(20), 0.02});
+  auto other = endpoint("other", device_b, SocketEndpoint::kFrontendBudget);
+  const std::string flooded_path = flooded->options().path;
+  // The port's own frontend, attached: every further connection is turned away.
+  sys::UniqueFd frontend = connect_to(flooded_path);
+  ASSERT_TRUE(frontend.valid());
+  ASSERT_TRUE(run_until([&] { return flooded->state() == SocketEndpoint::State::kConnected; },
+                        std::chrono::seconds(5)));
+
+  std::atomic<bool> stop{false};
+  std::thread flood([&] {
+    while (!stop.load()) sys::UniqueFd c = connect_to(flooded_path);  // and closed at once
+  });
+  const bool throttled =
+      run_until([&] { return flooded->counters().throttled > 0; }, std::chrono::seconds(30));
+  // While the flood goes on, the other port takes its frontend at once.
+  const auto t0 = std::chrono::steady_clock::now();
+  sys::UniqueFd other_frontend = connect_to(other->options().path);
+  ASSERT_TRUE(other_frontend.valid());
+  const bool attached = run_until(
+      [&] { return other->state() == SocketEndpoint::State::kConnected; }, std::chrono::seconds(5));
+  const auto t1 = std::chrono::steady_clock::now();
+  stop = true;
+  flood.join();
+  EXPECT_TRUE(throttled) << "turned-away connections were not charged to the port: "
+                         << flooded->counters().rejected_connections << " in 30 s";
+  EXPECT_TRUE(attached);
+  EXPECT_GT(flooded->counters().rejected_connections, 0u);
+  EXPECT_EQ(flooded->state(), SocketEndpoint::State::kConnected) << "its own frontend stays";
+  std::cout << "  " << flooded->counters().rejected_connections
+            << " connections turned away; the other port attached its frontend in "
+            << std::chrono::duration<double, std::milli>(t1 - t0).count() << " ms\n";
+}
+
+}  // namespace
+}  // namespace xdpvhost::vhost
