@@ -199,8 +199,10 @@ bool Daemon::allow_learned_mac(const controller::GuestPortController& port,
   if (const auto* owner = port_with_mac(mac); owner != nullptr && owner != &port) {
     // Live migration on one node: the guest announced itself on this port
     // (learn-move) while the owner's guest is stopped; the MAC moves here.
-    // A configured MAC never moves.
+    // Only between learn-move ports: a configured MAC never moves, nor one
+    // a `learn` port locked (its guest may only be rebooting).
     const bool handover = port.config().mac_policy == dataplane::MacPolicy::kLearnMove &&
+                          owner->config().mac_policy == dataplane::MacPolicy::kLearnMove &&
                           owner->mac_source() == controller::MacSource::kLearned &&
                           owner->guest_stopped();
     if (!handover) {

@@ -83,6 +83,26 @@ TEST_F(MacLearning, LearnMoveFollowsTheGuestButNeverTakesAnotherPortsMac) {
   EXPECT_EQ(port_get("b").value("mac", ""), mac_string(2));
 }
 
+// The hand-over of a same-node migration is between learn-move ports; a MAC
+// that a `learn` port locked stays its own while its guest is stopped (a
+// reboot), whatever another guest sends.
+TEST_F(MacLearning, AStoppedLearnPortKeepsItsMacFromALearnMovePort) {
+  start_daemon({learning_port("a", "learn"), learning_port("m", "learn-move"), port("b", 2)});
+  auto b = connect_receiving_guest("b");
+  {
+    auto a = connect_receiving_guest("a");
+    EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 1)}));
+    ASSERT_TRUE(wait_until([&] { return learned("a", 1); }));
+  }  // a's frontend goes away: its guest is stopped
+  ASSERT_TRUE(wait_until([&] { return port_get("a").value("state", "") != "connected"; }))
+      << port_get("a").dump();
+  auto m = connect_receiving_guest("m");
+  ASSERT_TRUE(send_frames(*m, {numbered_frame(kMacB, kMacA, 2)}));
+  ASSERT_TRUE(wait_until([&] { return drops("m", "spoofed_source") >= 1; })) << stats("m").dump();
+  EXPECT_TRUE(learned("a", 1)) << port_get("a").dump();
+  EXPECT_NE(port_get("m").value("mac", ""), mac_string(1));
+}
+
 TEST_F(MacLearning, AFixedPortNeedsAMac) {
   start_daemon({port("b", 2)});
   nlohmann::json p = port("c", 3);
