@@ -167,7 +167,10 @@ bool GuestPortController::announce(const std::array<std::uint8_t, 6>& mac) {
   GuestPort* port = port_.get();
   const net::MacAddress m = net::MacAddress::from(mac.data());
   dataplane_.thread(thread_).call([port, m] { port->announce(m); });
-  spdlog::info("port {}: SEND_RARP: announcing {}", config_.name, m.to_string());
+  ++announcements_;
+  if (sys::worth_logging(announcements_))
+    spdlog::info("port {}: SEND_RARP: announcing {} (#{})", config_.name, m.to_string(),
+                 announcements_);
   return true;
 }
 

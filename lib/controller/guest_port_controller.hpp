@@ -124,6 +124,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   MacArbiter arbiter_;
   std::optional<net::MacAddress> mac_;
   MacSource mac_source_ = MacSource::kNone;
+  std::uint64_t announcements_ = 0;  // SEND_RARP requests handled (logged at powers of two)
   std::uint64_t refusals_ = 0;
   std::uint16_t thread_;
   std::unique_ptr<GuestPort> port_;                // group 0

@@ -320,6 +320,10 @@ void GuestPort::send_announce(Forwarder& forwarder) {
     counters().drop(DropReason::kSpoofedSource);
     return;
   }
+  if (!flood_.allow()) {  // a broadcast like any the guest sends
+    counters().drop(DropReason::kFloodLimited);
+    return;
+  }
   forwarder.forward(*this, frame);
   counters().rx_packets.add();
   counters().rx_bytes.add(frame.len);

@@ -177,6 +177,8 @@ Outcome Device::on_get_status(Message&) {
 }
 
 Outcome Device::on_net_set_mtu(Message& m) {
+  if ((acked_protocol_features_ & bit(ProtocolFeature::kNetMtu)) == 0)
+    return Outcome::failure("NET_SET_MTU: protocol feature NET_MTU not negotiated");
   const std::uint64_t mtu = m.u64();
   if (mtu < 68 || mtu > 65535) return Outcome::failure("NET_SET_MTU: " + std::to_string(mtu));
   mtu_ = static_cast<std::uint32_t>(mtu);
@@ -251,6 +253,8 @@ Outcome Device::on_set_log_fd(Message& m) {
 }
 
 Outcome Device::on_send_rarp(Message& m) {
+  if ((acked_protocol_features_ & bit(ProtocolFeature::kRarp)) == 0)
+    return Outcome::failure("SEND_RARP: protocol feature RARP not negotiated");
   std::array<std::uint8_t, 6> mac{};
   std::memcpy(mac.data(), m.payload.data(), mac.size());
   const bool zero = std::all_of(mac.begin(), mac.end(), [](std::uint8_t b) { return b == 0; });

@@ -677,6 +677,22 @@ TEST_F(GuestPortTest, AnnounceFloodsARarpFromTheMacToTheOtherGuests) {
   EXPECT_TRUE(b->guest.received().empty()) << "one RARP per request";
 }
 
+TEST_F(GuestPortTest, AnnouncesCountAgainstThePortsFloodRate) {
+  PortTunables slow;
+  slow.flood_rate = 1;  // a bucket of 64, refilled one a second
+  build(test::default_features(), test::default_features(), slow);
+  b->guest.post_rx(80);
+  for (int i = 0; i < 64; ++i) a->guest.send(test::udp_frame(kBroadcast, kMacA, 60));
+  while (round() != 0) {
+  }
+  EXPECT_EQ(b->guest.received().size(), 64u);
+  // SEND_RARP, as often as a frontend asks: a broadcast like the guest's own.
+  a->port.announce(a->mac);
+  round();
+  EXPECT_TRUE(b->guest.received().empty());
+  EXPECT_EQ(a->drops(DropReason::kFloodLimited), 1u);
+}
+
 TEST_F(GuestPortTest, AnAnnounceFromAMacThePortMayNotUseIsDroppedAndCounted) {
   build();
   b->guest.post_rx(2);

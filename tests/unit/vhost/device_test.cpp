@@ -398,6 +398,9 @@ TEST_F(DeviceTest, NewMemoryTableHandsRunningRingsOverAgain) {
 }
 
 TEST_F(DeviceTest, MtuIsPassedToTheDatapath) {
+  EXPECT_FALSE(send(u64(Request::kNetSetMtu, 9000)).ok) << "NET_MTU not negotiated";
+  EXPECT_EQ(backend.mtu, 0u);
+  ASSERT_TRUE(send(u64(Request::kSetProtocolFeatures, bit(ProtocolFeature::kNetMtu))).ok);
   ASSERT_TRUE(send(u64(Request::kNetSetMtu, 9000)).ok);
   EXPECT_EQ(backend.mtu, 9000u);
   EXPECT_FALSE(send(u64(Request::kNetSetMtu, 10)).ok);
@@ -538,6 +541,9 @@ TEST_F(DeviceTest, UnknownVringAddressFlagsAreRefused) {
 
 TEST_F(DeviceTest, SendRarpAnnouncesTheGuestsMac) {
   const std::uint8_t mac[8] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0, 0};
+  EXPECT_FALSE(send(make(Request::kSendRarp, mac, 8)).ok) << "RARP not negotiated";
+  EXPECT_TRUE(backend.announced.empty());
+  ASSERT_TRUE(send(u64(Request::kSetProtocolFeatures, bit(ProtocolFeature::kRarp))).ok);
   auto o = send(make(Request::kSendRarp, mac, 8));
   ASSERT_TRUE(o.ok) << o.error;
   ASSERT_EQ(backend.announced.size(), 1u);
