@@ -353,10 +353,23 @@ std::vector<std::string> Daemon::reload(const Config& next) {
   for (const auto& u : config_.uplinks)
     if (!run_time_uplinks_.count(u.name)) old_uplinks.emplace(u.name, u);
 
-  // Uplinks to re-create or remove, and the ports on them.
+  // Uplinks to re-create or remove, and the ports on them. One the file no
+  // longer has stays while ports added at run time (a VM's DRA claim) use
+  // it, as uplink.remove refuses: they would be lost with it.
   std::set<std::string> uplinks_out;
   for (const auto& [name, u] : old_uplinks) {
     const UplinkConfig* n = next.find_uplink(name);
+    if (n == nullptr) {
+      std::string users;
+      for (const auto& p : config_.ports)
+        if (run_time_ports_.count(p.name) && next.find_port(p.name) == nullptr && p.uplink == name)
+          users += (users.empty() ? "" : ", ") + p.name;
+      if (!users.empty()) {
+        problem("uplink " + name + " not removed: ports added at run time use it (" + users +
+                "); remove them first");
+        continue;
+      }
+    }
     if (n == nullptr || !same_but_tunables(*n, u)) uplinks_out.insert(name);
   }
   for (const auto& u : next.uplinks)

@@ -3,6 +3,10 @@
 // the uplink as "self permanent" while its port exists, and nothing of ours
 // is left (entries, promiscuity, XDP program) after the daemon exits.
 
+#include <signal.h>
+
+#include <fstream>
+
 #include "peer_sockets.hpp"
 #include "uplink_fixture.hpp"
 
@@ -58,6 +62,44 @@ TEST_F(UplinkControl, AddedAndRemovedAtRunTime) {
   EXPECT_EQ(again.value("link", ""), "up") << again.dump();
   EXPECT_EQ(lab_.node_xdp_programs().size(), 1u);
   EXPECT_FALSE(call("uplink.remove", {{"name", "up0"}}).is_null());
+  EXPECT_TRUE(lab_.node_xdp_programs().empty());
+}
+
+// A reload whose file no longer has the uplink keeps it while a port added
+// at run time (a VM attached through its DRA claim) uses it: the port and
+// its traffic stay, and the reload says why the uplink did.
+TEST_F(UplinkControl, AReloadKeepsAnUplinkThatRunTimePortsUse) {
+  ASSERT_NO_FATAL_FAILURE(
+      start_daemon(daemon_config(json::array({uplink_config()}), json::array())));
+  ASSERT_FALSE(call("port.add", port_config(kVm1)).is_null());
+  std::unique_ptr<FrontendGuest> vm1;
+  ASSERT_NO_FATAL_FAILURE(connect_guest(vm1, kVm1));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1, kVm1));
+
+  // The file as the daemon read it (start_daemon adds the control socket),
+  // without the uplink.
+  const auto path = daemon_->dir() / "config.json";
+  json file;
+  std::ifstream(path) >> file;
+  file["uplinks"] = json::array();
+  std::ofstream(path) << file.dump(2);
+  ASSERT_EQ(::kill(daemon_->pid(), SIGHUP), 0);
+  ASSERT_TRUE(wait_for([&] {
+    return daemon_->log().find("uplink(s), 1 port(s)") != std::string::npos;
+  })) << daemon_->log_tail();
+  EXPECT_NE(daemon_->log().find("uplink up0 not removed: ports added at run time use it (vm1)"),
+            std::string::npos)
+      << daemon_->log_tail();
+  const json ports = call("port.list");
+  ASSERT_EQ(ports.size(), 1u) << ports.dump();
+  EXPECT_EQ(ports[0].value("name", ""), "vm1");
+  EXPECT_EQ(call("uplink.list").size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1, kVm1));
+  // Once the port is gone, the next reload removes the uplink.
+  vm1.reset();
+  ASSERT_FALSE(call("port.remove", {{"name", "vm1"}}).is_null());
+  ASSERT_EQ(::kill(daemon_->pid(), SIGHUP), 0);
+  ASSERT_TRUE(wait_for([&] { return call("uplink.list").empty(); })) << daemon_->log_tail();
   EXPECT_TRUE(lab_.node_xdp_programs().empty());
 }
 
