@@ -130,7 +130,9 @@ std::string confine(Daemon& daemon, const Config& config, bool seccomp) {
   const std::vector<std::string> keep = capabilities_to_keep(needs);
   auto& dp = daemon.dataplane();
   for (std::uint16_t t = 0; t < dp.thread_count(); ++t) {
-    std::string error = dp.thread(t).call([&keep] { return drop_capabilities(keep); });
+    // By value: a thread that misses call()'s deadline may run it later.
+    std::string error = dp.thread(t).call([keep] { return drop_capabilities(keep); });
+    if (dp.thread(t).stalled()) error = "stalled; its capabilities were not dropped";
     if (!error.empty()) return "service thread " + std::to_string(t) + ": " + error;
   }
   if (std::string error = drop_capabilities(keep); !error.empty()) return error;
