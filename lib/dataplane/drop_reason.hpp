@@ -9,7 +9,7 @@ namespace xdpvhost::dataplane {
 
 enum class DropReason : std::uint8_t {
   kNoRxBuffer,          // the guest had no receive buffer posted
-  kRxBufferTooSmall,    // without mergeable buffers, the posted buffer was too small
+  kRxBufferTooSmall,    // the buffers (or the ring, for a frame segmented here) too small for it
   kQueueBroken,         // the queue broke on a malformed ring (see the port's queue error)
   kPortNotReady,        // the destination port has no running receive queue
   kUnknownDestination,  // unicast to a MAC no port owns and no uplink to send it to

@@ -457,6 +457,12 @@ GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
   // waits (a frame is never delivered in part while buffers are short).
   net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
   const std::uint32_t total = segmenter.total();
+  if (total > q.ring.size()) {
+    // More segments than the guest's ring holds: waiting for them would hold
+    // every later frame for this guest, forever.
+    counters().drop(DropReason::kRxBufferTooSmall);
+    return Delivery::kDone;
+  }
   if (q.ring.available(static_cast<std::uint16_t>(std::min<std::uint32_t>(total, 0xffff))) <
       total) {
     if (q.ring.broken()) {

@@ -23,9 +23,10 @@ const std::uint8_t kBroadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 const std::uint8_t kUnknown[6] = {0x52, 0x54, 0, 0, 0, 0x99};
 
 struct Node {
-  Node(std::uint32_t id, const std::uint8_t mac[6], std::uint64_t features, PortTunables t = {})
+  Node(std::uint32_t id, const std::uint8_t mac[6], std::uint64_t features, PortTunables t = {},
+       std::uint32_t ring = 256)
       : mac(net::MacAddress::from(mac)),
-        guest(features),
+        guest(features, ring),
         port(id, std::string("p").append(std::to_string(id)), Port::kNoUplinkId,
              GuestPort::Options{1500, t, MacPolicy::kFixed, net::MacAddress::from(mac)}) {
     port.start_queue(guest.start(0));
@@ -44,9 +45,10 @@ struct Node {
 
 struct GuestPortTest : ::testing::Test {
   void build(std::uint64_t fa = test::default_features(),
-             std::uint64_t fb = test::default_features(), PortTunables ta = {}) {
+             std::uint64_t fb = test::default_features(), PortTunables ta = {},
+             std::uint32_t ring_b = 256) {
     a = std::make_unique<Node>(1, kMacA, fa, ta);
-    b = std::make_unique<Node>(2, kMacB, fb);
+    b = std::make_unique<Node>(2, kMacB, fb, PortTunables{}, ring_b);
     auto table = std::make_shared<SwitchTable>();
     table->add(SwitchEntry{&a->port, 1, 0, PortKind::kGuest, Port::kNoUplinkId, a->mac});
     table->add(SwitchEntry{&b->port, 2, 0, PortKind::kGuest, Port::kNoUplinkId, b->mac});
@@ -375,6 +377,23 @@ INSTANTIATE_TEST_SUITE_P(PiecesAndGuestCsum, TsoSegmentation,
 // in order (a held frame is retried once the driver's avail index moves,
 // even while fewer buffers than its segments were cached), and what it could
 // not hold is dropped whole and counted; the sender is never held up.
+TEST_F(GuestPortTest, ATsoFrameOfMoreSegmentsThanTheReceiversRingIsDroppedNotWaitedFor) {
+  build(kTsoSender, test::default_features(), {}, /*ring_b=*/16);
+  b->guest.post_rx(16);
+  // 20000 bytes in segments of 1000: 20 segments for a ring of 16.
+  a->guest.send(test::tcp_frame(kMacB, kMacA, kGsoPayload), tso_header(1000), 3);
+  round();
+  EXPECT_EQ(b->drops(DropReason::kRxBufferTooSmall), 1u);
+  EXPECT_EQ(b->port.held(), 0u) << "nothing waits";
+  // The next frame is not held up behind it.
+  const auto next = test::udp_frame(kMacB, kMacA, 100);
+  a->guest.send(next);
+  round();
+  const auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, next);
+}
+
 TEST_F(GuestPortTest, AStreamOfTsoFramesReachesAGuestWithoutTsoAsItPostsBuffers) {
   build(kTsoSender, test::default_features() | bit(Feature::kNetGuestCsum));
   constexpr unsigned kFrames = 50;
