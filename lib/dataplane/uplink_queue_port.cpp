@@ -224,7 +224,7 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
         continue;
       }
       frame.data_valid = r.data_valid;
-      forwarder.forward(*this, frame);  // a guest: never held back
+      forward_unheld(forwarder, frame);
     } else {
       if (!forwarder.forward(*this, frame)) break;  // destination full: keep the rest
       counters().rx_packets.add();
@@ -274,7 +274,7 @@ bool UplinkQueuePort::forward_chain(Forwarder& forwarder, GroDeliver& deliver, s
       return true;
     }
     frame.data_valid = r.data_valid;
-    forwarder.forward(*this, frame);  // a guest: never held back
+    forward_unheld(forwarder, frame);
   } else {
     if (!forwarder.forward(*this, frame)) return false;  // kept on the ring
     counters().rx_packets.add();
@@ -313,7 +313,14 @@ void UplinkQueuePort::forward_gro(Forwarder& forwarder, const net::GroFrame& f) 
     queue_counters_.gro_frames.add();
     queue_counters_.gro_segments.add(f.segments);
   }
-  forwarder.forward(*this, frame);
+  forward_unheld(forwarder, frame);
+}
+
+void UplinkQueuePort::forward_unheld(Forwarder& forwarder, const Frame& frame) {
+  // A frame through GRO is not held back: its UMEM frames are freed after
+  // the flush. A destination that is full now (a queue group of the guest on
+  // another thread, its mailbox full) drops it, counted.
+  if (!forwarder.forward(*this, frame)) counters().drop(DropReason::kMailboxFull);
 }
 
 unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {

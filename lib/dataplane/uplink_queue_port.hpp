@@ -107,6 +107,9 @@ class UplinkQueuePort final : public Port {
   bool has_tx_room(std::uint32_t descriptors) const noexcept;
   // UMEM frames a frame of `len` bytes takes on TX.
   std::uint32_t tx_descriptors(std::uint32_t len) const noexcept;
+  // Forwards a frame that cannot wait on the ring (GRO's): dropped, counted,
+  // if its destination is full.
+  void forward_unheld(Forwarder& forwarder, const Frame& frame);
   // TX descriptors a frame of the guests takes here: one chain per segment,
   // each as long as the headers and gso_size.
   std::uint32_t frame_descriptors(const Frame& frame) const noexcept;
