@@ -31,6 +31,7 @@
 #include "dataplane/mailbox.hpp"
 #include "dataplane/port.hpp"
 #include "dataplane/tunables.hpp"
+#include "sys/cpu_budget.hpp"
 #include "sys/event_fd.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -91,7 +92,11 @@ class ServiceThread {
         task->done.set_value(task->fn());
       }
     });
-    if (future.wait_for(kCallDeadline) == std::future_status::ready) return future.get();
+    // The wait is charged to whom the caller serves (sys::TurnCharge).
+    const auto start = std::chrono::steady_clock::now();
+    const auto status = future.wait_for(kCallDeadline);
+    sys::add_thread_blocked_time(std::chrono::steady_clock::now() - start);
+    if (status == std::future_status::ready) return future.get();
     declare_stalled();
     return R();
   }

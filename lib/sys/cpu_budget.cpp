@@ -10,4 +10,16 @@ std::chrono::nanoseconds thread_cpu_time() noexcept {
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
+namespace {
+thread_local std::chrono::nanoseconds blocked{0};
+}  // namespace
+
+std::chrono::nanoseconds thread_blocked_time() noexcept {
+  return blocked;
+}
+
+void add_thread_blocked_time(std::chrono::nanoseconds wait) noexcept {
+  blocked += wait;
+}
+
 }  // namespace xdpvhost::sys

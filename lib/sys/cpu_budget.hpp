@@ -1,7 +1,8 @@
 #pragma once
 // One client's share of the thread that serves it. The CPU time the thread
-// spends on the client's behalf (its own CPU clock, so time it waits or is
-// preempted is not charged) is taken from a balance; wall time gives it back
+// spends on the client's behalf (its own CPU clock, so time it is preempted
+// is not charged), and the time it waits for service threads to carry out
+// the client's requests, are taken from a balance; wall time gives it back
 // at `share` of its length, up to `burst`. While the balance is below zero
 // the client waits: wait() says how long. The control thread keeps one per
 // vhost-user port, so that a frontend resetting its device in a loop (each
@@ -17,6 +18,13 @@ namespace xdpvhost::sys {
 
 // The calling thread's CPU time so far (CLOCK_THREAD_CPUTIME_ID).
 std::chrono::nanoseconds thread_cpu_time() noexcept;
+
+// How long the calling thread has waited so far for other threads to do work
+// on its behalf (the control thread in ServiceThread::call): what its CPU
+// clock does not show, yet nobody else is served meanwhile.
+std::chrono::nanoseconds thread_blocked_time() noexcept;
+// The waiter adds each wait it measured.
+void add_thread_blocked_time(std::chrono::nanoseconds wait) noexcept;
 
 class CpuBudget {
  public:
@@ -51,6 +59,22 @@ class CpuBudget {
   Limits limits_;
   std::chrono::nanoseconds balance_;
   Clock::time_point last_;
+};
+
+// Charges a budget, when it goes out of scope, with what the calling thread
+// spent meanwhile: its CPU time and the time it waited on other threads.
+class TurnCharge {
+ public:
+  explicit TurnCharge(CpuBudget& budget) noexcept
+      : budget_(budget), cpu_(thread_cpu_time()), blocked_(thread_blocked_time()) {}
+  TurnCharge(const TurnCharge&) = delete;
+  TurnCharge& operator=(const TurnCharge&) = delete;
+  ~TurnCharge() { budget_.charge((thread_cpu_time() - cpu_) + (thread_blocked_time() - blocked_)); }
+
+ private:
+  CpuBudget& budget_;
+  std::chrono::nanoseconds cpu_;
+  std::chrono::nanoseconds blocked_;
 };
 
 }  // namespace xdpvhost::sys

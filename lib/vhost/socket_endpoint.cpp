@@ -17,20 +17,6 @@
 
 namespace xdpvhost::vhost {
 
-namespace {
-
-// Charges the control thread's CPU time from here to the end of the scope.
-struct ChargeTurn {
-  explicit ChargeTurn(sys::CpuBudget& b) noexcept : budget(b) {}
-  ChargeTurn(const ChargeTurn&) = delete;
-  ChargeTurn& operator=(const ChargeTurn&) = delete;
-  ~ChargeTurn() { budget.charge(sys::thread_cpu_time() - start); }
-  sys::CpuBudget& budget;
-  std::chrono::nanoseconds start = sys::thread_cpu_time();
-};
-
-}  // namespace
-
 SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Device& device,
                                StateCallback on_state)
     : io_(io),
@@ -116,7 +102,7 @@ void SocketEndpoint::on_accept() {
     rest_accept(wait);
     return;
   }
-  const ChargeTurn charge{budget_};
+  const sys::TurnCharge charge{budget_};
   for (unsigned accepted = 0;; ++accepted) {
     if (accepted == kAcceptsPerTurn) {
       boost::asio::post(io_, [this, alive = std::weak_ptr<int>(alive_)] {
@@ -230,7 +216,7 @@ void SocketEndpoint::on_readable() {
   }
   // What this turn costs the control thread is charged to the frontend,
   // however the turn ends.
-  const ChargeTurn charge{budget_};
+  const sys::TurnCharge charge{budget_};
   Message message;
   // A frontend streaming messages gets kMessagesPerTurn of them, then the
   // io_context serves everyone else (other frontends, the control socket,

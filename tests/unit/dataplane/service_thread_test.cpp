@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "dataplane/dataplane.hpp"
+#include "sys/cpu_budget.hpp"
 #include "dataplane/guest_port.hpp"
 #include "net_test_guest.hpp"
 
@@ -141,6 +142,13 @@ TEST(ServiceThread, CommandEndsBusyPollingAndRunsPromptly) {
   dp.set_tunables(t);
   EXPECT_EQ(dp.thread(0).busy_poll_us(), 0u);
   EXPECT_TRUE(eventually([&] { return dp.thread(0).state() == ServiceThread::State::kSleeping; }));
+}
+
+TEST(ServiceThread, ACallsWaitCountsAsTheCallersBlockedTime) {
+  Dataplane dp(options(1, 0));
+  const auto before = sys::thread_blocked_time();
+  dp.thread(0).call([] { std::this_thread::sleep_for(30ms); });
+  EXPECT_GE(sys::thread_blocked_time() - before, 30ms);
 }
 
 TEST(ServiceThread, DetachedPortIsNoLongerReachable) {
