@@ -193,7 +193,7 @@ void GuestPortController::release_mac() {
 // On the port's service thread: hand the decision to the control thread.
 bool GuestPortController::request(const net::MacAddress& mac) noexcept {
   try {
-    boost::asio::post(io_, [this, alive = std::weak_ptr<int>(alive_), mac] {
+    boost::asio::post(io_, [this, alive = alive_token_, mac] {
       if (!alive.expired()) decide(mac);
     });
     return true;

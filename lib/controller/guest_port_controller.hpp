@@ -135,6 +135,10 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   std::unique_ptr<vhost::SocketEndpoint> endpoint_;
   bool attached_ = false;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  // What request() copies on a service thread: never written after
+  // construction (alive_ itself is reset by the destructor on the control
+  // thread, concurrently).
+  const std::weak_ptr<int> alive_token_ = alive_;
 };
 
 }  // namespace xdpvhost::controller
