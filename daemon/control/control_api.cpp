@@ -171,7 +171,7 @@ UplinkStatsSnapshot ControlApi::uplink_stats_since_reset(
     const std::string& name, const controller::UplinkController& uplink) const {
   auto now = UplinkStatsSnapshot::of(uplink);
   auto it = uplink_baselines_.find(name);
-  if (it == uplink_baselines_.end() || it->second.first != &uplink) return now;
+  if (it == uplink_baselines_.end() || it->second.first != uplink.id()) return now;
   return now.since(it->second.second);
 }
 
@@ -270,7 +270,7 @@ RpcResult ControlApi::stats_reset(const json& params) {
   if (!only_port)
     for (const auto& [name, uplink] : daemon_.uplinks()) {
       if (only_uplink && *only_uplink != name) continue;
-      uplink_baselines_[name] = {uplink.get(), UplinkStatsSnapshot::of(*uplink)};
+      uplink_baselines_[name] = {uplink->id(), UplinkStatsSnapshot::of(*uplink)};
       reset_uplinks.push_back(name);
     }
   const bool threads = !only_port && !only_uplink;

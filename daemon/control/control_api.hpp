@@ -46,8 +46,9 @@ class ControlApi {
   // stats.reset baselines: port name -> (port id, counters at the reset).
   std::map<std::string, std::pair<std::uint32_t, PortStatsSnapshot>> port_baselines_;
   std::map<std::uint16_t, ThreadStatsSnapshot> thread_baselines_;
-  // uplink name -> (the controller at the reset, counters then).
-  std::map<std::string, std::pair<const void*, UplinkStatsSnapshot>> uplink_baselines_;
+  // uplink name -> (its id at the reset: a re-created uplink has another,
+  // counters then).
+  std::map<std::string, std::pair<std::uint32_t, UplinkStatsSnapshot>> uplink_baselines_;
   nlohmann::json uplink_status_json(const std::string& name) const;
   UplinkStatsSnapshot uplink_stats_since_reset(const std::string& name,
                                                const controller::UplinkController& uplink) const;
