@@ -204,7 +204,8 @@ class ClaimDriver:
             if self.daemon.remove_port(p["port"]):
                 log.info("port %s removed", p["port"])
             self.sockets.remove(p["key"])
-            if device_metadata.remove(self.o.plugin_dir, claim["namespace"], claim["name"], p["request"]):
+            if device_metadata.remove(self.o.plugin_dir, claim["namespace"], claim["name"], p["request"],
+                                      claim["uid"]):
                 log.info("device metadata %s removed", p["metadata_file"])
         for path in [record["vhost_spec"]] + [p["metadata_spec"] for p in record["ports"]]:
             if atomic_file.remove(path):

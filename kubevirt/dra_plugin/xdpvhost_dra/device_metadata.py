@@ -60,9 +60,24 @@ def write(path, doc):
     return True
 
 
-def remove(plugin_dir, namespace, claim_name, request):
-    """Removes the request's file and the directories left empty."""
+def owner_uid(path):
+    """The claim UID of the file's first document; None if it has none."""
+    try:
+        with open(path) as f:
+            doc, _ = json.JSONDecoder().raw_decode(f.read().lstrip())
+        return doc["metadata"]["uid"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def remove(plugin_dir, namespace, claim_name, request, claim_uid):
+    """Removes the request's file, unless a newer claim of the same name
+    (another UID: the path is by name) wrote it since, and the directories
+    left empty."""
     path = host_file(plugin_dir, namespace, claim_name, request)
+    owner = owner_uid(path)
+    if owner is not None and owner != claim_uid:
+        return False
     removed = atomic_file.remove(path)
     for d in (os.path.dirname(path), host_dir(plugin_dir, namespace, claim_name)):
         try:

@@ -488,6 +488,27 @@ class PortLifecycle(PluginTestCase):
         # Again: nothing to do, no error.
         self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
 
+    def test_unprepare_of_a_deleted_claim_leaves_a_newer_same_named_claims_metadata(self):
+        """The metadata path is by claim name: a claim deleted and made again
+        under its name (a VM re-created) has its file rewritten by the new
+        claim; the old claim's late unprepare must not remove it."""
+        self.published_slice()
+        old, _ = self.seed_vm()
+        self.assertEqual(self.plugin.prepare(objs.ref(old))[old["metadata"]["uid"]].error, "")
+        self.api.remove("resourceclaims", "vhost-claim", NS)
+        new, _ = self.seed_vm(vm="vm2")
+        new_uid = new["metadata"]["uid"]
+        self.assertNotEqual(new_uid, old["metadata"]["uid"])
+        self.assertEqual(self.plugin.prepare(objs.ref(new))[new_uid].error, "")
+        md_file = os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io", "dra-device-metadata",
+                               f"{NS}_vhost-claim", "vhost-port", "metadata.json")
+        self.assertEqual(self.metadata_stream(md_file)[0]["metadata"]["uid"], new_uid)
+        self.assertEqual(self.plugin.unprepare(objs.ref(old))[old["metadata"]["uid"]].error, "")
+        self.assertTrue(os.path.exists(md_file), "the newer claim's metadata was removed")
+        self.assertEqual(self.metadata_stream(md_file)[0]["metadata"]["uid"], new_uid)
+        self.assertEqual(self.plugin.unprepare(objs.ref(new))[new_uid].error, "")
+        self.assertFalse(os.path.exists(md_file))
+
     def test_prepare_is_idempotent_and_takes_queues_from_the_claim(self):
         self.published_slice()
         c, pod = self.seed_vm(config=[{"source": "FromClaim", "requests": ["vhost-port"], "opaque": {
