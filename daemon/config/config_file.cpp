@@ -126,9 +126,13 @@ ConfigResult<LoadedState> load_state_file(const std::string& path) {
       if (errno == ENOENT) return loaded;
       return ConfigError{ConfigErrorKind::kIo, path + ": " + errno_text(errno), {}};
     }
-    sys::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    // O_NONBLOCK: a FIFO or device put there must not hold start-up; only a
+    // regular file is read.
+    sys::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (!fd)
       return ConfigError{ConfigErrorKind::kIo, path + ": cannot open: " + errno_text(errno), {}};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+      return ConfigError{ConfigErrorKind::kIo, path + ": not a regular file", {}};
     char buf[65536];
     for (;;) {
       const ssize_t n = ::read(fd.get(), buf, sizeof buf);

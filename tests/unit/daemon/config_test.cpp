@@ -566,6 +566,18 @@ TEST(StateFile, HoldsPortsAndUplinksWrittenMode0600WithoutFollowingSymlinks) {
   EXPECT_EQ(text2, "untouched");
 }
 
+TEST(StateFile, AFifoOrDirectoryThereIsAnErrorNotAHang) {
+  TempDir dir;
+  const std::string fifo = (dir.path() / "fifo.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = load_state_file(fifo);  // a blocking open would wait for a writer, for ever
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("not a regular file"), std::string::npos) << r.error().message;
+  auto d = load_state_file(dir.path().string());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("not a regular file"), std::string::npos) << d.error().message;
+}
+
 TEST(StateFile, AbsentIsEmptyAndBadEntriesAreSkipped) {
   TempDir dir;
   const std::string path = (dir.path() / "state.json").string();
