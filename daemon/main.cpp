@@ -97,6 +97,7 @@ class Listeners {
           spdlog::critical("reload: metrics listener lost: {}", again);
       }
     }
+    daemon_.set_listeners(control_config_, metrics_config_);
   }
 
   void stop() {

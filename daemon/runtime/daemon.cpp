@@ -332,6 +332,11 @@ bool same_but_tunables(T a, const T& b) {
 
 }  // namespace
 
+void Daemon::set_listeners(const ControlConfig& control, const MetricsConfig& metrics) {
+  config_.control = control;
+  config_.metrics = metrics;
+}
+
 std::vector<std::string> Daemon::reload(const Config& next) {
   std::vector<std::string> problems;
   auto problem = [&](std::string text) {

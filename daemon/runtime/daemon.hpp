@@ -50,6 +50,9 @@ class Daemon {
   LogLevel log_level() const noexcept { return config_.log.level; }
   // Applies at once and is kept in the persisted state.
   void set_log_level(LogLevel level);
+  // The control socket and metrics listener in force (a reload may have
+  // kept the old ones): what config.get shows.
+  void set_listeners(const ControlConfig& control, const MetricsConfig& metrics);
   boost::asio::io_context& io() noexcept { return io_; }
   dataplane::Dataplane& dataplane() noexcept { return *dataplane_; }
   std::chrono::steady_clock::time_point started_at() const noexcept { return started_at_; }

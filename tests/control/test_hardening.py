@@ -447,6 +447,7 @@ class Reload(unittest.TestCase):
         self.assertEqual(dm.call("tunables.get", port="vm9")["overrides"], {"signal_batch": 4})
         self.assertEqual(dm.call("config.get")["log"]["level"], "debug")
         wait_until(lambda: self.scrapes(p2), what="metrics on the new address")
+        self.assertEqual(dm.call("config.get")["metrics"]["listen"], f"127.0.0.1:{p2}")
         self.assertFalse(self.scrapes(p1))
         # The state file still holds the run-time port only.
         with open(state) as f:
