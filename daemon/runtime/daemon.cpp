@@ -368,7 +368,7 @@ std::vector<std::string> Daemon::reload(const Config& next) {
       std::string users;
       for (const auto& p : config_.ports)
         if (run_time_ports_.count(p.name) && next.find_port(p.name) == nullptr && p.uplink == name)
-          users += (users.empty() ? "" : ", ") + p.name;
+          users.append(users.empty() ? "" : ", ").append(p.name);
       if (!users.empty()) {
         problem("uplink " + name + " not removed: ports added at run time use it (" + users +
                 "); remove them first");
