@@ -370,8 +370,9 @@ std::vector<std::string> Daemon::reload(const Config& next) {
         if (run_time_ports_.count(p.name) && next.find_port(p.name) == nullptr && p.uplink == name)
           users.append(users.empty() ? "" : ", ").append(p.name);
       if (!users.empty()) {
-        problem("uplink " + name + " not removed: ports added at run time use it (" + users +
-                "); remove them first");
+        problem(fmt::format(
+            "uplink {} not removed: ports added at run time use it ({}); remove them first", name,
+            users));
         continue;
       }
     }
