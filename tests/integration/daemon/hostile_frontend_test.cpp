@@ -44,6 +44,31 @@ std::size_t open_fds(pid_t pid) {
   return n;
 }
 
+// Points every free head of `rx` to one indirect table of a whole ring of
+// zero-length writable descriptors, the last `last_len` bytes long, and
+// makes them all available.
+void post_empty_indirect_chains(fe::DriverQueue& rx, std::uint32_t last_len) {
+  const std::uint32_t n = rx.size();
+  const std::uint64_t table = rx.allocate_table(n);
+  auto* entries = rx.memory().as<virtio::Descriptor>(table);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const bool last = i + 1 == n;
+    entries[i].addr = table;
+    entries[i].len = last ? last_len : 0;
+    entries[i].flags = static_cast<std::uint16_t>(virtio::Descriptor::kFlagWrite |
+                                                  (last ? 0 : virtio::Descriptor::kFlagNext));
+    entries[i].next = static_cast<std::uint16_t>(last ? 0 : i + 1);
+  }
+  while (auto head = rx.take_descriptor()) {
+    auto& d = rx.descriptors()[*head];
+    d.addr = table;
+    d.len = n * 16;
+    d.flags = virtio::Descriptor::kFlagIndirect;
+    d.next = 0;
+    rx.push_avail_raw(*head);
+  }
+}
+
 class HostileFrontend : public DaemonTest {
  protected:
   void SetUp() override {
@@ -94,27 +119,9 @@ TEST_F(HostileFrontend, ABlockingPipeAsCallFdIsRefused) {
 TEST_F(HostileFrontend, ReceiveChainsWithoutBytesBreakOnlyThatQueue) {
   auto evil = connect_guest("evil");
   ASSERT_TRUE(evil);
-  fe::DriverQueue& rx = evil->rx_queue();
   // Every free head points to one indirect table of zero-length writable
   // descriptors: walked in full for nothing, on every attempt, unless refused.
-  const std::uint32_t n = rx.size();
-  const std::uint64_t table = rx.allocate_table(n);
-  auto* entries = rx.memory().as<virtio::Descriptor>(table);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    entries[i].addr = table;
-    entries[i].len = 0;
-    entries[i].flags = static_cast<std::uint16_t>(virtio::Descriptor::kFlagWrite |
-                                                  (i + 1 < n ? virtio::Descriptor::kFlagNext : 0));
-    entries[i].next = static_cast<std::uint16_t>(i + 1 < n ? i + 1 : 0);
-  }
-  while (auto head = rx.take_descriptor()) {
-    auto& d = rx.descriptors()[*head];
-    d.addr = table;
-    d.len = n * 16;
-    d.flags = virtio::Descriptor::kFlagIndirect;
-    d.next = 0;
-    rx.push_avail_raw(*head);
-  }
+  post_empty_indirect_chains(evil->rx_queue(), 0);
   ASSERT_TRUE(send_frames(*a_, {numbered_frame(kMacEvil, kMacA, 1)}));
   ASSERT_TRUE(wait_until([&] {
     auto q = queue_of("evil", 0);
@@ -127,27 +134,9 @@ TEST_F(HostileFrontend, ReceiveChainsWithoutBytesBreakOnlyThatQueue) {
 TEST_F(HostileFrontend, ReceiveChainsOfEmptyDescriptorsAreNotWalkedForEveryFrame) {
   auto evil = connect_guest("evil");
   ASSERT_TRUE(evil);
-  fe::DriverQueue& rx = evil->rx_queue();
   // As above, but the table ends in one 1-byte buffer: a chain that is not
   // empty, a whole ring long, of which a frame would take 64 (MRG_RXBUF).
-  const std::uint32_t n = rx.size();
-  const std::uint64_t table = rx.allocate_table(n);
-  auto* entries = rx.memory().as<virtio::Descriptor>(table);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    entries[i].addr = table;
-    entries[i].len = i + 1 < n ? 0 : 1;
-    entries[i].flags = static_cast<std::uint16_t>(virtio::Descriptor::kFlagWrite |
-                                                  (i + 1 < n ? virtio::Descriptor::kFlagNext : 0));
-    entries[i].next = static_cast<std::uint16_t>(i + 1 < n ? i + 1 : 0);
-  }
-  while (auto head = rx.take_descriptor()) {
-    auto& d = rx.descriptors()[*head];
-    d.addr = table;
-    d.len = n * 16;
-    d.flags = virtio::Descriptor::kFlagIndirect;
-    d.next = 0;
-    rx.push_avail_raw(*head);
-  }
+  post_empty_indirect_chains(evil->rx_queue(), 1);
   std::vector<Bytes> flood;
   for (int i = 0; i < 500; ++i) flood.push_back(numbered_frame(kMacEvil, kMacA, 100 + i));
   ASSERT_TRUE(send_frames(*a_, flood));
