@@ -243,12 +243,15 @@ void SocketEndpoint::on_readable() {
     ++counters_.messages;
     spdlog::debug("port {}: {} size {}", options_.name, request_name(message.header.request),
                   message.header.size);
+    // REPLY_ACK as negotiated when the frontend sent the message (RESET_OWNER
+    // forgets it, yet the frontend that asked waits for its ack).
+    const bool ack = device_.reply_ack_negotiated();
     Outcome outcome = device_.handle(message);
     if (!outcome.ok) {
       ++counters_.failed_messages;
       log_failure(outcome.error);
     }
-    if (!connection_->reply(message, outcome, device_.reply_ack_negotiated(), error)) {
+    if (!connection_->reply(message, outcome, ack, error)) {
       close_connection(error);
       return;
     }

@@ -420,7 +420,7 @@ struct Frontend {
       violated("the daemon holds more fds than a connection may", std::to_string(held));
   }
 
-  void check_reply(const vhost::Message& m, const vhost::Outcome& outcome) {
+  void check_reply(const vhost::Message& m, const vhost::Outcome& outcome, bool ack) {
     std::vector<std::uint8_t> want;
     auto put = [&](const void* payload, std::uint32_t size) {
       const vhost::MessageHeader h{
@@ -432,7 +432,7 @@ struct Frontend {
     };
     if (outcome.kind == vhost::Outcome::Kind::kReply) {
       put(outcome.reply.data(), static_cast<std::uint32_t>(outcome.reply.size()));
-    } else if (m.needs_reply() && device->reply_ack_negotiated()) {
+    } else if (m.needs_reply() && ack) {
       const std::uint64_t status = outcome.ok ? 0 : 1;
       put(&status, sizeof status);
     }
@@ -486,6 +486,7 @@ struct Frontend {
           violated("a message with other fds than were sent");
       stream.next = next.end;
 
+      const bool ack = device->reply_ack_negotiated();  // as SocketEndpoint: before handling
       vhost::Outcome outcome = device->handle(message);
       ++messages;
       if (!outcome.ok) {
@@ -493,9 +494,9 @@ struct Frontend {
         ends += " refused: " + outcome.error + ";";
       }
       // The frontend reads every reply, so sending one cannot fail.
-      if (!connection->reply(message, outcome, device->reply_ack_negotiated(), error))
+      if (!connection->reply(message, outcome, ack, error))
         violated("a reply could not be sent", error);
-      check_reply(message, outcome);
+      check_reply(message, outcome, ack);
       if (outcome.disconnect) {
         reconnect();
         return;

@@ -175,9 +175,9 @@ struct Link {
         reconnect();
         return;
       }
+      const bool ack = device->reply_ack_negotiated();  // as SocketEndpoint: before handling
       vhost::Outcome outcome = device->handle(message);
-      if (!connection->reply(message, outcome, device->reply_ack_negotiated(), error) ||
-          outcome.disconnect) {
+      if (!connection->reply(message, outcome, ack, error) || outcome.disconnect) {
         reconnect();
         return;
       }

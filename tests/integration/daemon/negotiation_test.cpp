@@ -145,6 +145,18 @@ TEST_F(Negotiation, ReplyAckForSetMemTable) {
   EXPECT_EQ(port_state("vm1"), "running");
 }
 
+// REPLY_ACK is as negotiated when the message was sent: RESET_OWNER forgets
+// the protocol features, but the frontend that asked for its ack gets it.
+TEST_F(Negotiation, ResetOwnerWithNeedReplyIsAcked) {
+  start_daemon({port("vm1", 1)});
+  auto a = connect_guest("vm1");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->channel().reply_ack());
+  const auto ack = a->channel().send_raw_await_ack(vu::to_u32(Request::kResetOwner), {}, {});
+  ASSERT_TRUE(ack.has_value()) << a->channel().last_error();
+  EXPECT_EQ(*ack, 0u);
+}
+
 TEST_F(Negotiation, WithoutProtocolFeaturesRingsRunWithoutEnable) {
   start_daemon({port("vm1", 1), port("vm2", 2)});
   fe::NegotiateOptions o;
