@@ -370,9 +370,13 @@ std::vector<std::string> Daemon::reload(const Config& next) {
         if (run_time_ports_.count(p.name) && next.find_port(p.name) == nullptr && p.uplink == name)
           users.append(users.empty() ? "" : ", ").append(p.name);
       if (!users.empty()) {
+        // From now on it is a run-time uplink: kept in the state file with
+        // its ports, so that a restart brings both back.
+        run_time_uplinks_.insert(name);
         problem(fmt::format(
-            "uplink {} not removed: ports added at run time use it ({}); remove them first", name,
-            users));
+            "uplink {} not removed: ports added at run time use it ({}); it is kept as a "
+            "run-time uplink until they are removed",
+            name, users));
         continue;
       }
     }

@@ -70,7 +70,8 @@ TEST_F(UplinkControl, AddedAndRemovedAtRunTime) {
 // its traffic stay, and the reload says why the uplink did.
 TEST_F(UplinkControl, AReloadKeepsAnUplinkThatRunTimePortsUse) {
   ASSERT_NO_FATAL_FAILURE(
-      start_daemon(daemon_config(json::array({uplink_config()}), json::array())));
+      start_daemon(daemon_config(json::array({uplink_config()}), json::array(),
+                                 json{{"state_file", workdir_ + "/state.json"}})));
   ASSERT_FALSE(call("port.add", port_config(kVm1)).is_null());
   std::unique_ptr<FrontendGuest> vm1;
   ASSERT_NO_FATAL_FAILURE(connect_guest(vm1, kVm1));
@@ -95,11 +96,19 @@ TEST_F(UplinkControl, AReloadKeepsAnUplinkThatRunTimePortsUse) {
   EXPECT_EQ(ports[0].value("name", ""), "vm1");
   EXPECT_EQ(call("uplink.list").size(), 1u);
   ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1, kVm1));
-  // Once the port is gone, the next reload removes the uplink.
+
+  // Kept as a run-time uplink: a restart brings both back from the state file.
+  vm1.reset();
+  ASSERT_NO_FATAL_FAILURE(stop_daemon());
+  ASSERT_NO_FATAL_FAILURE(start_daemon(file));
+  EXPECT_EQ(call("port.list").size(), 1u) << daemon_->log_tail();
+  EXPECT_EQ(call("uplink.list").size(), 1u) << daemon_->log_tail();
+  ASSERT_NO_FATAL_FAILURE(connect_guest(vm1, kVm1));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1, kVm1));
+  // Once its ports are gone, it goes like any run-time uplink.
   vm1.reset();
   ASSERT_FALSE(call("port.remove", {{"name", "vm1"}}).is_null());
-  ASSERT_EQ(::kill(daemon_->pid(), SIGHUP), 0);
-  ASSERT_TRUE(wait_for([&] { return call("uplink.list").empty(); })) << daemon_->log_tail();
+  EXPECT_EQ(call("uplink.remove", {{"name", "up0"}}), json({{"removed", "up0"}}));
   EXPECT_TRUE(lab_.node_xdp_programs().empty());
 }
 
