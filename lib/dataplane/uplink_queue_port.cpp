@@ -385,6 +385,18 @@ std::uint32_t UplinkQueuePort::tx_capacity() const noexcept {
   return std::min(options_.tunables.tx_inflight_max, socket_->config().tx_size);
 }
 
+bool UplinkQueuePort::admit_tx(std::uint32_t descriptors) noexcept {
+  if (descriptors > tx_capacity()) {
+    counters().drop(DropReason::kOversize);  // more than the TX ring or tx_inflight_max, ever
+    return false;
+  }
+  if (!has_tx_room(descriptors)) {
+    counters().drop(DropReason::kUplinkTxFull);
+    return false;
+  }
+  return true;
+}
+
 bool UplinkQueuePort::can_accept(const Frame& frame) const noexcept {
   if (!socket_ || !link_up_) return true;  // deliver() counts the drop
   const std::uint32_t n = frame_descriptors(frame);
@@ -444,15 +456,7 @@ void UplinkQueuePort::deliver(const Frame& frame) {
     counters().drop(DropReason::kOversize);
     return;
   }
-  const std::uint32_t descriptors = tx_descriptors(frame.len);
-  if (descriptors > tx_capacity()) {
-    counters().drop(DropReason::kOversize);  // a chain longer than tx_inflight_max
-    return;
-  }
-  if (!has_tx_room(descriptors)) {
-    counters().drop(DropReason::kUplinkTxFull);
-    return;
-  }
+  if (!admit_tx(tx_descriptors(frame.len))) return;
   // One UMEM frame, or (multi-buffer) a chain of them.
   if (!put_copy_on_tx(frame.bytes())) counters().drop(DropReason::kOversize);
 }
@@ -465,14 +469,7 @@ void UplinkQueuePort::deliver(const Frame& frame) {
 // (jumbo MTU) is made in a scratch buffer and copied out as a chain.
 void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
   const std::uint32_t descriptors = frame_descriptors(frame);
-  if (descriptors > tx_capacity()) {
-    counters().drop(DropReason::kOversize);  // more segments than the TX ring or tx_inflight_max
-    return;
-  }
-  if (!has_tx_room(descriptors)) {
-    counters().drop(DropReason::kUplinkTxFull);
-    return;
-  }
+  if (!admit_tx(descriptors)) return;
   const bool offload = tx_checksum_offload_ && descriptors == frame.offload.segments;
   struct UmemSink {
     UplinkQueuePort& port;

@@ -116,6 +116,9 @@ class UplinkQueuePort final : public Port {
   // The most descriptors this queue ever has room for at once; a frame that
   // needs more never fits (dropped as oversize, not waited for).
   std::uint32_t tx_capacity() const noexcept;
+  // Room for a frame of `descriptors` now; if not, the drop is counted
+  // (oversize if it never fits, uplink_tx_full if only not now).
+  bool admit_tx(std::uint32_t descriptors) noexcept;
   // One packet, already in UMEM frames addrs[0..descriptors), onto the TX
   // ring (a chain with XDP_PKT_CONTD when several).
   // `first_options`: xsk::kTxMetadataOption when the metadata before the
