@@ -570,6 +570,9 @@ GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
   // used entries that hand them to the guest (those are marked at publish).
   if (q.ring.logging()) [[unlikely]] {
     if (!log_rx(q, n, need)) {
+      // The chains go back to the avail ring, not used and not lost: the
+      // index GET_VRING_BASE reports must not count them.
+      q.ring.unpop(static_cast<std::uint16_t>(n));
       report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
       counters().drop(DropReason::kQueueBroken);
       return Delivery::kDone;

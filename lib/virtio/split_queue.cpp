@@ -22,6 +22,10 @@ std::atomic_ref<std::uint16_t> field16(std::uint8_t* base, std::size_t offset) {
 QueueError SplitQueue::attach(std::shared_ptr<const GuestMemory> memory, const Config& c) {
   detach();
   error_ = QueueError::kNone;
+  // Set before any check: a ring that fails to attach still reports the base
+  // it was given (GET_VRING_BASE), not the one of its previous life.
+  last_avail_idx_ = c.last_avail_idx;
+  avail_idx_ = c.last_avail_idx;
   if (c.size == 0 || c.size > kMaxQueueSize || (c.size & (c.size - 1)) != 0) {
     error_ = QueueError::kRingSize;
     return error_;
@@ -61,8 +65,6 @@ QueueError SplitQueue::attach(std::shared_ptr<const GuestMemory> memory, const C
   used_ = used;
   size_ = c.size;
   event_idx_ = c.event_idx;
-  last_avail_idx_ = c.last_avail_idx;
-  avail_idx_ = c.last_avail_idx;
   // The used index lives in guest memory; after a stop/start it is exactly
   // where we left it, after a driver reset the driver zeroed it.
   used_idx_ = field16(used_, kIdxOffset).load(std::memory_order_acquire);

@@ -610,6 +610,17 @@ TEST_F(GuestPortTest, StopFlushesAndReturnsTheNextAvailIndex) {
   EXPECT_EQ(a->guest.tx_completed(), 2) << "published at stop";
 }
 
+TEST_F(GuestPortTest, ARingThatFailsToAttachReportsTheBaseItWasGiven) {
+  build();
+  a->port.stop_queue(1);
+  auto s = a->guest.start(1);
+  s.ring.last_avail_idx = 100;
+  s.ring.used_uva += 1;  // misaligned: the ring cannot be attached
+  a->port.start_queue(std::move(s));
+  EXPECT_EQ(a->port.queue_state(1), GuestPort::QueueState::kBroken);
+  EXPECT_EQ(a->port.stop_queue(1), 100) << "GET_VRING_BASE answers the base the frontend set";
+}
+
 TEST_F(GuestPortTest, FrameForAPortWithoutRunningQueuesIsNotReady) {
   build();
   b->port.stop_queue(0);
@@ -674,6 +685,9 @@ TEST_F(LoggedRxTest, ALogThatCannotHoldTheBufferBreaksTheQueueAndCountsTheFrame)
   EXPECT_EQ(b->port.queue_state(0), GuestPort::QueueState::kBroken);
   EXPECT_EQ(b->port.queue_error(0), virtio::QueueError::kLogOutOfRange);
   EXPECT_EQ(b->drops(DropReason::kQueueBroken), 1u);
+  // The chain taken for the frame went back, not used: a migration resumes
+  // the guest's ring with its buffer still available, not lost.
+  EXPECT_EQ(b->port.stop_queue(0), 0);
 }
 
 TEST_F(GuestPortTest, AnnounceFloodsARarpFromTheMacToTheOtherGuests) {
