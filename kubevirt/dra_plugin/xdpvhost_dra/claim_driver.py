@@ -13,6 +13,7 @@ checks that everything is still in place and answers the same devices."""
 
 import logging
 import threading
+import time
 
 from . import DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names
 from .daemon_control import NAME_IN_USE, DaemonError, DaemonUnavailable
@@ -114,6 +115,7 @@ class ClaimDriver:
                                  self.o.plugin_dir, self.o.cdi_root)
         record["vm"] = self._vm_name(claim, namespace)
         record["phase"] = "preparing"
+        record["prepared_at"] = time.time_ns()  # the newest claim of a name owns its metadata path
         self.store.save(record)
         self._ensure(record, why="prepare")
         record["phase"] = "prepared"
@@ -147,11 +149,14 @@ class ClaimDriver:
             log.info("pod %s/%s: %s; VM name left empty", namespace, pod_name, e)
             return ""
 
-    def _ensure(self, record, why):
+    def _ensure(self, record, why, records=None):
         """Makes everything the record describes exist: directories, daemon
-        ports, CDI specs, metadata. Logs what it had to (re)create."""
+        ports, CDI specs, metadata. Logs what it had to (re)create. records:
+        every claim's record (read here if not given)."""
         claim = record["claim"]
         what = f"claim {claim['namespace']}/{claim['name']}"
+        if records is None:
+            records = self.store.all()
         for p in record["ports"]:
             self.sockets.ensure(p["key"], why)
             self._ensure_port(record, p, why)
@@ -160,7 +165,8 @@ class ClaimDriver:
                 record["from_template"], p["request_full"],
                 [{"pool": p["pool"], "name": p["device"], "attributes": {
                     "vhost-user-path": {"string": p["container_socket"]}, "mtu": {"int": p["mtu"]}}}])
-            if device_metadata.write(p["metadata_file"], doc):
+            if not self._newer_claim_names(record, p["metadata_file"], records) and \
+                    device_metadata.write(p["metadata_file"], doc):
                 log.info("%s (%s): device metadata %s written (vhost-user-path %s, mtu %d; in the pod "
                          "at %s)", what, why, p["metadata_file"], p["container_socket"], p["mtu"],
                          p["metadata_container_file"])
@@ -173,6 +179,20 @@ class ClaimDriver:
         if record["ports"] and cdi.write(record["vhost_spec"], spec):
             log.info("%s (%s): CDI spec %s written (mounts %s)", what, why, record["vhost_spec"],
                      ", ".join(f"{p['dir']} at {p['container_dir']}" for p in record["ports"]))
+
+    @staticmethod
+    def _newer_claim_names(record, metadata_file, records):
+        """Whether a claim prepared after this one names the same metadata
+        file: the path is by claim name, and a claim deleted and made again
+        under its name (a VM re-created) may be prepared before the old one
+        is unprepared. The file is the newer claim's; the old claim leaves
+        it alone (and its unprepare does not remove it, device_metadata)."""
+        mine = record.get("prepared_at", 0)
+        return any(
+            other["claim"]["uid"] != record["claim"]["uid"] and other.get("phase") == "prepared"
+            and other.get("prepared_at", 0) > mine
+            and any(q.get("metadata_file") == metadata_file for q in other.get("ports", []))
+            for other in records)
 
     def _ensure_port(self, record, p, why):
         params = port_params(record, p)
@@ -271,12 +291,13 @@ class ClaimDriver:
         """Puts back what prepared claims need; returns (ok, failed) counts."""
         ok = failed = 0
         with self.lock:
-            for record in self.store.all():
+            records = self.store.all()
+            for record in records:
                 if record.get("phase") != "prepared":
                     continue
                 claim = record["claim"]
                 try:
-                    self._ensure(record, why="reconcile")
+                    self._ensure(record, why="reconcile", records=records)
                     ok += 1
                 except (Failure, DaemonUnavailable, DaemonError, SocketDirError, OSError) as e:
                     failed += 1

@@ -25,6 +25,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import unittest
 import uuid
 
@@ -505,6 +506,36 @@ class PortLifecycle(PluginTestCase):
         self.assertEqual(self.metadata_stream(md_file)[0]["metadata"]["uid"], new_uid)
         self.assertEqual(self.plugin.unprepare(objs.ref(old))[old["metadata"]["uid"]].error, "")
         self.assertTrue(os.path.exists(md_file), "the newer claim's metadata was removed")
+        self.assertEqual(self.metadata_stream(md_file)[0]["metadata"]["uid"], new_uid)
+        self.assertEqual(self.plugin.unprepare(objs.ref(new))[new_uid].error, "")
+        self.assertFalse(os.path.exists(md_file))
+
+    def test_reconcile_leaves_a_same_named_claims_metadata_to_the_newer_claim(self):
+        """Both claims prepared (the old one's unprepare still to come): the
+        reconcile passes put back what each claim needs, but the file both
+        claims' paths name belongs to the one prepared last, whatever order
+        the passes take them in (by UID: the old one's sorts last here)."""
+        self.published_slice()
+        old, _ = self.seed_vm(uid="ffffffff-0000-4000-8000-000000000001")
+        old_uid = old["metadata"]["uid"]
+        self.assertEqual(self.plugin.prepare(objs.ref(old))[old_uid].error, "")
+        self.api.remove("resourceclaims", "vhost-claim", NS)
+        new, _ = self.seed_vm(vm="vm2", uid="00000000-0000-4000-8000-000000000002")
+        new_uid = new["metadata"]["uid"]
+        self.assertEqual(self.plugin.prepare(objs.ref(new))[new_uid].error, "")
+        md_file = os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io", "dra-device-metadata",
+                               f"{NS}_vhost-claim", "vhost-port", "metadata.json")
+        time.sleep(2)  # four reconcile passes (--reconcile-interval 0.5)
+        self.assertEqual(self.metadata_stream(md_file)[0]["metadata"]["uid"], new_uid)
+        self.assertNotIn("(reconcile): device metadata", self.plugin.tail(), "the passes rewrote the file")
+        self.assertEqual(self.plugin.unprepare(objs.ref(old))[old_uid].error, "")
+        self.assertEqual(self.metadata_stream(md_file)[0]["metadata"]["uid"], new_uid)
+        # Removed behind the plugin's back: the remaining claim's pass puts it back.
+        os.unlink(md_file)
+        for _ in range(50):
+            if os.path.exists(md_file):
+                break
+            time.sleep(0.1)
         self.assertEqual(self.metadata_stream(md_file)[0]["metadata"]["uid"], new_uid)
         self.assertEqual(self.plugin.unprepare(objs.ref(new))[new_uid].error, "")
         self.assertFalse(os.path.exists(md_file))
