@@ -143,7 +143,7 @@ void GuestPortController::start_queue(vhost::QueueStart start) {
   }
 }
 
-std::uint16_t GuestPortController::stop_queue(std::uint32_t vring) {
+std::optional<std::uint16_t> GuestPortController::stop_queue(std::uint32_t vring) {
   const std::uint32_t pair = vring / 2;
   if ((vring & 1) == 0 && pair < rx_running_.size()) {
     rx_running_[pair] = false;
@@ -152,7 +152,8 @@ std::uint16_t GuestPortController::stop_queue(std::uint32_t vring) {
   const std::size_t g = group_of_pair(pair);
   GuestPort* port = &group_port(g);
   ServiceThread* thread = &dataplane_.thread(group_thread(g));
-  return thread->call([thread, port, vring] {
+  // Nothing (call's R{}) if the thread is stalled.
+  return thread->call([thread, port, vring]() -> std::optional<std::uint16_t> {
     const std::uint16_t base = port->stop_queue(vring);
     thread->wait_fds_changed();
     return base;

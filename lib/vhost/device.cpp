@@ -93,8 +93,9 @@ Outcome Device::handle(Message& message) {
     outcome = Outcome::failure(why);
   else
     outcome = (this->*spec->handler)(message);
-  if (!outcome.ok && spec->reply_bytes != kReplyNone) {
-    // The frontend waits for this reply whatever happens: answer zeros.
+  if (!outcome.ok && !outcome.disconnect && spec->reply_bytes != kReplyNone) {
+    // The frontend waits for this reply whatever happens: answer zeros
+    // (unless the connection is closed instead).
     outcome.kind = Outcome::Kind::kReply;
     if (spec->reply_bytes == kReplyEmpty)
       outcome.reply.clear();
@@ -315,6 +316,7 @@ Outcome Device::on_set_vring_base(Message& m) {
     return Outcome::failure("SET_VRING_BASE: base above 65535 (packed rings are not offered)");
   if (v->running) stop(m.as<VringState>().index);
   v->base = static_cast<std::uint16_t>(base);
+  v->base_known = true;
   refresh(m.as<VringState>().index);
   return Outcome::success();
 }
@@ -326,6 +328,15 @@ Outcome Device::on_get_vring_base(Message& m) {
   const std::uint32_t index = m.as<VringState>().index;
   stop(index);
   v->kick_received = false;  // the ring stays stopped until the next SET_VRING_KICK
+  if (!v->base_known) {
+    // A made-up index would resume the ring elsewhere (after a migration, on
+    // another host); the frontend is told by losing the connection instead.
+    Outcome o = Outcome::failure("GET_VRING_BASE: vring " + std::to_string(index) +
+                                 ": its service thread is stalled, where the ring stopped is "
+                                 "unknown");
+    o.disconnect = true;
+    return o;
+  }
   return Outcome::reply_with(VringState{index, v->base});
 }
 
@@ -403,7 +414,9 @@ bool Device::should_run(std::uint32_t index) const noexcept {
 void Device::stop(std::uint32_t index) {
   Vring& v = vrings_[index];
   if (!v.running) return;
-  v.base = backend_.stop_queue(index);
+  const std::optional<std::uint16_t> base = backend_.stop_queue(index);
+  if (base) v.base = *base;
+  v.base_known = base.has_value();
   v.running = false;
 }
 

@@ -46,6 +46,7 @@ class Device {
     bool kick_received = false;  // started by SET_VRING_KICK, stopped by GET_VRING_BASE
     bool enabled = false;        // SET_VRING_ENABLE
     bool running = false;        // handed to the datapath
+    bool base_known = true;      // false: the datapath did not say where it stopped
   };
 
   Device(DeviceOptions options, DeviceBackend& backend);

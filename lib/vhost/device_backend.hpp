@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "sys/unique_fd.hpp"
 #include "virtio/guest_memory.hpp"
@@ -27,9 +28,11 @@ class DeviceBackend {
   virtual ~DeviceBackend() = default;
   // The ring may be served from now on.
   virtual void start_queue(QueueStart start) = 0;
-  // Stops serving the ring and returns the next avail index to process. Returns
-  // only once the datapath no longer touches the ring or its memory.
-  virtual std::uint16_t stop_queue(std::uint32_t vring) = 0;
+  // Stops serving the ring and returns the next avail index to process, once
+  // the datapath no longer touches the ring or its memory. Nothing if the
+  // datapath did not stop it in time (its thread is stalled): where the ring
+  // stopped is then unknown.
+  virtual std::optional<std::uint16_t> stop_queue(std::uint32_t vring) = 0;
   // The frontend told the MTU it gave the guest (NET_SET_MTU).
   virtual void set_mtu(std::uint32_t mtu) = 0;
   // The guest moved here (SEND_RARP after a migration, the guest has no

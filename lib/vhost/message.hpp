@@ -44,7 +44,7 @@ struct Outcome {
   };
   Kind kind = Kind::kAck;
   bool ok = true;
-  bool disconnect = false;  // the connection cannot continue (framing lost)
+  bool disconnect = false;  // closed instead of answered: no reply would be true
   std::string error;        // why it failed, for the log
   std::vector<std::uint8_t> reply;
 

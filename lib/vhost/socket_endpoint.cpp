@@ -251,12 +251,12 @@ void SocketEndpoint::on_readable() {
       ++counters_.failed_messages;
       log_failure(outcome.error);
     }
-    if (!connection_->reply(message, outcome, ack, error)) {
-      close_connection(error);
+    if (outcome.disconnect) {  // no reply: the frontend learns it from the closed connection
+      close_connection(outcome.error);
       return;
     }
-    if (outcome.disconnect) {
-      close_connection(outcome.error);
+    if (!connection_->reply(message, outcome, ack, error)) {
+      close_connection(error);
       return;
     }
     message.fds.clear();  // unused fds are closed now, not at the next message

@@ -254,7 +254,7 @@ class Backend final : public vhost::DeviceBackend {
     queues_[start.vring] = std::move(start);
     ++started;
   }
-  std::uint16_t stop_queue(std::uint32_t vring) override {
+  std::optional<std::uint16_t> stop_queue(std::uint32_t vring) override {
     if (vring >= vrings_ || !queues_[vring]) violated("stop_queue of a ring that is not running");
     const std::uint16_t base = queues_[vring]->ring.last_avail_idx;
     queues_[vring].reset();
@@ -493,14 +493,14 @@ struct Frontend {
         ++refused;
         ends += " refused: " + outcome.error + ";";
       }
+      if (outcome.disconnect) {  // closed, not answered (SocketEndpoint)
+        reconnect();
+        return;
+      }
       // The frontend reads every reply, so sending one cannot fail.
       if (!connection->reply(message, outcome, ack, error))
         violated("a reply could not be sent", error);
       check_reply(message, outcome, ack);
-      if (outcome.disconnect) {
-        reconnect();
-        return;
-      }
       message.fds.clear();
     }
   }

@@ -80,8 +80,8 @@ class PortBackend final : public vhost::DeviceBackend {
       thread_.wait_fds_changed();
     });
   }
-  std::uint16_t stop_queue(std::uint32_t vring) override {
-    return thread_.call([&] {
+  std::optional<std::uint16_t> stop_queue(std::uint32_t vring) override {
+    return thread_.call([&]() -> std::optional<std::uint16_t> {
       const std::uint16_t base = port_.stop_queue(vring);
       thread_.wait_fds_changed();
       return base;
@@ -177,7 +177,7 @@ struct Link {
       }
       const bool ack = device->reply_ack_negotiated();  // as SocketEndpoint: before handling
       vhost::Outcome outcome = device->handle(message);
-      if (!connection->reply(message, outcome, ack, error) || outcome.disconnect) {
+      if (outcome.disconnect || !connection->reply(message, outcome, ack, error)) {
         reconnect();
         return;
       }

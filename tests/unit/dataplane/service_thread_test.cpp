@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
+#include <optional>
 #include <thread>
 
 #include "dataplane/dataplane.hpp"
@@ -149,6 +151,22 @@ TEST(ServiceThread, ACallsWaitCountsAsTheCallersBlockedTime) {
   const auto before = sys::thread_blocked_time();
   dp.thread(0).call([] { std::this_thread::sleep_for(30ms); });
   EXPECT_GE(sys::thread_blocked_time() - before, 30ms);
+}
+
+TEST(ServiceThread, ACallPastItsDeadlineGetsNothingAndTheThreadIsStalled) {
+  Dataplane dp(options(1, 0));
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  dp.thread(0).post([released] { released.wait(); });  // the thread is stuck
+  const auto r = dp.thread(0).call([]() -> std::optional<std::uint16_t> { return 7; });
+  EXPECT_FALSE(r.has_value()) << "a stop_queue here has no index to give";
+  EXPECT_TRUE(dp.thread(0).stalled());
+  EXPECT_STREQ(dp.thread(0).reported_state(), "stalled");
+  // Later calls do not wait again.
+  const auto before = sys::thread_blocked_time();
+  EXPECT_FALSE(dp.thread(0).call([]() -> std::optional<std::uint16_t> { return 7; }));
+  EXPECT_LT(sys::thread_blocked_time() - before, ServiceThread::kCallDeadline);
+  release.set_value();  // the thread goes on, and can be stopped
 }
 
 TEST(ServiceThread, DetachedPortIsNoLongerReachable) {

@@ -24,13 +24,13 @@ using virtio::Feature;
 struct RecordingBackend : DeviceBackend {
   std::map<std::uint32_t, QueueStart> running;
   int starts = 0, stops = 0;
-  std::uint16_t next_base = 0;
+  std::optional<std::uint16_t> next_base = 0;  // nothing: as from a stalled thread
   std::uint32_t mtu = 0;
   void start_queue(QueueStart s) override {
     ++starts;
     running[s.vring] = std::move(s);
   }
-  std::uint16_t stop_queue(std::uint32_t vring) override {
+  std::optional<std::uint16_t> stop_queue(std::uint32_t vring) override {
     ++stops;
     running.erase(vring);
     return next_base;
@@ -242,6 +242,17 @@ TEST_F(DeviceTest, GetVringBaseStopsTheRingAndReturnsTheDatapathsIndex) {
   ASSERT_TRUE(send(std::move(k)).ok);
   ASSERT_EQ(backend.running.count(1), 1u);
   EXPECT_EQ(backend.running[1].ring.last_avail_idx, 77);
+}
+
+TEST_F(DeviceTest, GetVringBaseOfARingItsStalledThreadDidNotStopLosesTheConnection) {
+  negotiate(virtio::bit(Feature::kVersion1));
+  mem_table();
+  ring(1);
+  backend.next_base = std::nullopt;  // the datapath did not answer in time
+  auto o = send(state(Request::kGetVringBase, 1, 0));
+  EXPECT_FALSE(o.ok);
+  EXPECT_TRUE(o.disconnect) << "no made-up index for the frontend to resume from";
+  EXPECT_NE(o.kind, Outcome::Kind::kReply);
 }
 
 TEST_F(DeviceTest, NewCallFdRestartsARunningRing) {
