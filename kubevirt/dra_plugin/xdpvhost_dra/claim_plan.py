@@ -78,6 +78,13 @@ def plan(claim, ref, node, devices, sockets, container_root, plugin_dir, cdi_roo
     allocation = _get(claim, "status", "allocation")
     if not isinstance(allocation, dict):
         raise ClaimError(f"claim {namespace}/{name} is not allocated (no status.allocation)")
+    pods = _reserving_pods(claim)
+    if len(pods) > 1:
+        # Both pods would get the one socket directory: the second QEMU binds
+        # over the first's socket and takes its NIC (D1 refuses it likewise).
+        raise ClaimError(f"claim {namespace}/{name} is reserved for {len(pods)} pods "
+                         f"({', '.join(str(p.get('name')) for p in pods)}): a vhost-user port serves "
+                         "one VM; give each VM its own claim (a ResourceClaimTemplate)")
     annotations = meta.get("annotations") or {}
     pod_claim_name = annotations.get(POD_CLAIM_ANNOTATION) if isinstance(annotations, dict) else None
     from_template = pod_claim_name is not None
@@ -149,12 +156,19 @@ def plan(claim, ref, node, devices, sockets, container_root, plugin_dir, cdi_roo
     }
 
 
+def _reserving_pods(claim):
+    """The pod entries of status.reservedFor."""
+    entries = _get(claim, "status", "reservedFor") or []
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries
+            if isinstance(e, dict) and e.get("resource") == "pods" and not e.get("apiGroup")]
+
+
 def reserving_pod(claim):
-    """(name, uid) of the first pod in status.reservedFor, or None."""
-    for entry in _get(claim, "status", "reservedFor") or []:
-        if isinstance(entry, dict) and entry.get("resource") == "pods" and not entry.get("apiGroup"):
-            return entry.get("name"), entry.get("uid")
-    return None
+    """(name, uid) of the pod in status.reservedFor, or None."""
+    pods = _reserving_pods(claim)
+    return (pods[0].get("name"), pods[0].get("uid")) if pods else None
 
 
 def prepared_devices(record):

@@ -298,6 +298,12 @@ class ClaimErrors(PluginTestCase):
              "shareID": str(uuid.uuid4())}])
         long_names = self.seed_claim("long", request="a-request-name-that-is-rather-long",
                                      pod_claim_name="a-pod-claim-name-that-is-long")
+        # A named claim two VMs' pods use: one socket directory for two QEMUs.
+        shared = objs.claim(NS, "shared", node_name=lab.NODE_NAME, pod_claim_name=None,
+                            pod=objs.launcher_pod(NS, "virt-launcher-vm1-x7k2p", "vm1"))
+        shared["status"]["reservedFor"].append(
+            {"resource": "pods", "name": "virt-launcher-vm2-x7k2p", "uid": str(uuid.uuid4())})
+        self.api.add(shared)
         claims = {
             "../etc": ((NS, "../etc", good_uid), "claim name '../etc' is not a DNS subdomain"),
             "bad-ns": (("Default/..", "x", str(uuid.uuid4())), "claim namespace 'Default/..' is not a DNS label"),
@@ -311,6 +317,8 @@ class ClaimErrors(PluginTestCase):
             "bad-key": (objs.ref(bad_key), "unknown parameter 'mac'"),
             "two-devices": (objs.ref(two), "one vhost-user port per request is supported"),
             "long": (objs.ref(long_names), "longer than 64 characters"),
+            "shared": (objs.ref(shared), "is reserved for 2 pods (virt-launcher-vm1-x7k2p, "
+                                         "virt-launcher-vm2-x7k2p): a vhost-user port serves one VM"),
         }
         self.assertEqual(replaced["metadata"]["name"], "replaced")
         answer = self.plugin.prepare(*[c for c, _ in claims.values()])
