@@ -164,7 +164,8 @@ class ClaimDriver:
                 claim["namespace"], claim["name"], claim["uid"], record["pod_claim_name"],
                 record["from_template"], p["request_full"],
                 [{"pool": p["pool"], "name": p["device"], "attributes": {
-                    "vhost-user-path": {"string": p["container_socket"]}, "mtu": {"int": p["mtu"]}}}])
+                    "vhost-user-path": {"string": p["container_socket"]}, "mtu": {"int": p["mtu"]},
+                    "queues": {"int": p["queues"]}}}])
             if not self._newer_claim_names(record, p["metadata_file"], records) and \
                     device_metadata.write(p["metadata_file"], doc):
                 log.info("%s (%s): device metadata %s written (vhost-user-path %s, mtu %d; in the pod "

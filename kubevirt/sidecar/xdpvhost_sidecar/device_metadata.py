@@ -5,6 +5,7 @@ version this reader knows is used, the rest skipped."""
 import json
 
 from .binding_error import BindingError
+from .vmi_interface import MAX_QUEUES
 
 API_VERSION = "metadata.resource.k8s.io/v1alpha1"
 KIND = "DeviceMetadata"
@@ -52,9 +53,10 @@ def _attribute(device, key, kind):
 
 
 def vhost_user_attributes(metadata, request, driver, path):
-    """(vhost-user-path, mtu) of the first device of `driver` in `request`
-    that carries vhost-user-path. Both are required, as the upstream
-    vhostuser binding requires them."""
+    """(vhost-user-path, mtu, queues) of the first device of `driver` in
+    `request` that carries vhost-user-path. The first two are required, as
+    the upstream vhostuser binding requires them; queues (the queue pairs
+    the port offers, xdpvhost's own attribute) is None when absent."""
     for req in metadata.get("requests") or []:
         name = req.get("name", "")
         if name != request and not name.startswith(request + "/"):
@@ -74,6 +76,11 @@ def vhost_user_attributes(metadata, request, driver, path):
             if not isinstance(socket, str) or not socket.startswith("/"):
                 raise BindingError(f"device metadata {path}: vhost-user-path {socket!r} "
                                    "is not an absolute path")
-            return socket, mtu
+            queues = _attribute(device, "queues", "int")
+            if queues is not None and (not isinstance(queues, int) or isinstance(queues, bool)
+                                       or not 1 <= queues <= MAX_QUEUES):
+                raise BindingError(f"device metadata {path}: queues {queues!r} is outside "
+                                   f"1..{MAX_QUEUES}")
+            return socket, mtu, queues
     raise BindingError(f"device metadata {path}: no device of {driver} in request "
                        f"{request} carries vhost-user-path")

@@ -1,6 +1,7 @@
 """The gRPC services virt-launcher calls on the sidecar's hook socket
 (CONTRACT.md §8): kubevirt.hooks.info.Info and kubevirt.hooks.v1alpha3.Callbacks."""
 
+import dataclasses
 import json
 import logging
 import threading
@@ -49,6 +50,12 @@ class CallbacksService(v1alpha3_grpc.CallbacksServicer):
             endpoint = resolve(iface.claim, self.settings.metadata_root,
                                self.settings.socket_root, self.settings.default_mtu,
                                self.settings.driver)
+            if endpoint.queues is not None and endpoint.queues < iface.queues:
+                # QEMU would wait forever for a backend with fewer queue pairs.
+                log.warning("%s: interface %s: the VM's multiqueue NIC would have %d queue "
+                            "pairs (one per vCPU), its port offers %d: it gets %d", vm,
+                            iface.name, iface.queues, endpoint.queues, endpoint.queues)
+                iface = dataclasses.replace(iface, queues=endpoint.queues)
             level = logging.INFO if endpoint.from_metadata else logging.WARNING
             log.log(level, "%s: interface %s (claim %s, request %s): vhost-user socket %s, "
                     "mtu %d, queues %d, from %s", vm, iface.name, iface.claim.pod_claim_name,

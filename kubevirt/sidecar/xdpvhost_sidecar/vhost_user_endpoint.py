@@ -6,6 +6,7 @@ that it can be logged; nothing is guessed silently."""
 
 import os
 from dataclasses import dataclass
+from typing import Optional
 
 from . import DEFAULT_MTU, DRIVER_NAME, SOCKET_FILE_NAME
 from .binding_error import BindingError
@@ -20,6 +21,7 @@ class VhostUserEndpoint:
     mtu: int
     origin: str  # "device metadata <file>" or "convention ... (metadata <file> absent)"
     from_metadata: bool
+    queues: Optional[int] = None  # the queue pairs the port offers, if the metadata says
 
 
 def metadata_path(metadata_root, claim, driver=DRIVER_NAME):
@@ -50,8 +52,8 @@ def resolve(claim, metadata_root, socket_root, default_mtu=DEFAULT_MTU, driver=D
     except OSError as e:
         raise BindingError(f"device metadata {meta}: {e.strerror}") from e
     if metadata is not None:
-        path, mtu = vhost_user_attributes(metadata, claim.request, driver, meta)
-        endpoint = VhostUserEndpoint(path, mtu, f"device metadata {meta}", True)
+        path, mtu, queues = vhost_user_attributes(metadata, claim.request, driver, meta)
+        endpoint = VhostUserEndpoint(path, mtu, f"device metadata {meta}", True, queues)
     else:
         path = convention_path(socket_root, claim)
         endpoint = VhostUserEndpoint(

@@ -422,7 +422,7 @@ class PortLifecycle(PluginTestCase):
         self.assertEqual(doc["requests"][0]["name"], "vhost-port")
         self.assertEqual(doc["requests"][0]["devices"][0]["driver"], "xdpvhost.io")
         self.assertEqual(attrs, {"vhost-user-path": {"string": container_dir + "/vhost.sock"},
-                                 "mtu": {"int": lab.UPLINK_MTU}})
+                                 "mtu": {"int": lab.UPLINK_MTU}, "queues": {"int": queues}})
         for k, v in attrs.items():
             self.assertEqual(objs.attribute_errors(k, v), [])
         return host_dir, port

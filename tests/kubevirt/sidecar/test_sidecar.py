@@ -42,13 +42,16 @@ EXPECTED_INTERFACE = """
 </interface>"""
 
 
-def metadata_stream(path="/var/run/xdpvhost/vhost/vhost-port/vhost.sock", mtu=9000, extra=True):
+def metadata_stream(path="/var/run/xdpvhost/vhost/vhost-port/vhost.sock", mtu=9000, extra=True,
+                    queues=None):
     """A KEP-5304 metadata file as the Go helper writes it: the object once
     per version (here an unknown newer one first), pretty-printed, each
     followed by a newline."""
     attrs = {"vhost-user-path": {"string": path}}
     if mtu is not None:
         attrs["mtu"] = {"int": mtu}
+    if queues is not None:
+        attrs["queues"] = {"int": queues}
     obj = {"kind": "DeviceMetadata", "apiVersion": "metadata.resource.k8s.io/v1alpha1",
            "metadata": {"name": "virt-launcher-vm1-x7k2p-vhost-q9wzt", "namespace": "default",
                         "uid": "6f1c2d9e-0a4b-4c57-9d1e-2b7f3a8c5e10", "generation": 1,
@@ -234,10 +237,25 @@ class SidecarTest(unittest.TestCase):
         s = self.start("--binding-name", "someone-else")
         self.assertEqual(s.define(), DOMAIN)
 
+    def test_queues_the_port_offers_cap_the_vms_multiqueue_nic(self):
+        """The VM's two vCPUs ask for two queue pairs: a port that offers one
+        gives the NIC one (QEMU would wait for the second forever), a port
+        that offers more leaves it at two."""
+        self.write_metadata(text=metadata_stream(queues=1))
+        s = self.start()
+        iface = [i for i in interfaces(ET.fromstring(s.define())) if i.get("type") == "vhostuser"][0]
+        self.assertEqual(iface.find("driver").get("queues"), "1")
+        self.assertIn("multiqueue NIC would have 2 queue pairs (one per vCPU), its port offers 1",
+                      s.output())
+        self.write_metadata(text=metadata_stream(queues=4))
+        self.assert_vhostuser(s.define(), "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 9000)
+
     def test_bad_metadata_is_refused_not_guessed(self):
         s = self.start()
         cases = {
             "no mtu": metadata_stream(mtu=None),
+            "queues out of range": metadata_stream(queues=0),
+            "queues not an int": metadata_stream().replace('"mtu": {', '"queues": {"int": "2"}, "mtu": {'),
             "not JSON": "{not json",
             "mtu out of range": metadata_stream(mtu=65536),
             "no known version": metadata_stream().replace("v1alpha1", "v0"),
