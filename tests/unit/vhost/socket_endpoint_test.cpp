@@ -15,16 +15,17 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <thread>
 
+#include "frontend/vhost_user_channel.hpp"
 #include "sys/unique_fd.hpp"
 #include "vhost/device_backend.hpp"
-#include "vhost/protocol.hpp"
 
 namespace xdpvhost::vhost {
 namespace {
+
+using namespace std::chrono_literals;
 
 struct IdleBackend : DeviceBackend {
   void start_queue(QueueStart) override {}
@@ -36,27 +37,6 @@ struct IdleBackend : DeviceBackend {
 struct StalledBackend : IdleBackend {
   std::optional<std::uint16_t> stop_queue(std::uint32_t) override { return std::nullopt; }
 };
-
-// Sends one vhost-user message (blocking) with its fds.
-void send_message(int fd, Request request, const void* payload, std::uint32_t size,
-                  const std::vector<int>& fds = {}) {
-  MessageHeader h{static_cast<std::uint32_t>(request), MessageHeader::kVersion, size};
-  iovec iov[2] = {{&h, sizeof h}, {const_cast<void*>(payload), size}};
-  msghdr msg{};
-  msg.msg_iov = iov;
-  msg.msg_iovlen = size != 0 ? 2 : 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)]{};
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  ASSERT_EQ(::sendmsg(fd, &msg, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof h + size));
-}
 
 sys::UniqueFd connect_to(const std::string& path) {
   sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -150,35 +130,30 @@ TEST_F(SocketEndpointTest, AGetVringBaseWithoutAKnownIndexClosesTheConnectionUna
   StalledBackend backend;
   Device device{DeviceOptions{1, true}, backend};
   auto e = endpoint("stalled", device, SocketEndpoint::kFrontendBudget);
-  sys::UniqueFd frontend = connect_to(e->options().path);
-  ASSERT_TRUE(frontend.valid());
-  const int fd = frontend.get();
-  // VERSION_1 only: no REPLY_ACK, and rings run once kicked.
-  const std::uint64_t features = std::uint64_t{1} << 32;
-  send_message(fd, Request::kSetFeatures, &features, sizeof features);
+  auto frontend = testing::VhostUserChannel::connect_to(e->options().path, 5s);
+  ASSERT_TRUE(frontend.connected());
+  // VERSION_1 only: no REPLY_ACK (nothing waits for a reply while the
+  // endpoint's io_context is not run), and rings run once kicked.
+  ASSERT_TRUE(frontend.set_features(std::uint64_t{1} << 32));
   sys::UniqueFd memory(::memfd_create("guest", MFD_CLOEXEC));
   ASSERT_EQ(::ftruncate(memory.get(), 1 << 20), 0);
-  struct {
-    MemoryTableHeader h;
-    MemoryRegionDesc r;
-  } table{{1, 0}, {0, 1 << 20, 0x7f0000000000, 0}};
-  send_message(fd, Request::kSetMemTable, &table, sizeof table, {memory.get()});
-  const VringState num{1, 256}, base{1, 0};
-  send_message(fd, Request::kSetVringNum, &num, sizeof num);
-  send_message(fd, Request::kSetVringBase, &base, sizeof base);
-  const VringAddress addr{1, 0, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0};
-  send_message(fd, Request::kSetVringAddr, &addr, sizeof addr);
+  const testing::vhost_user::MemoryRegion region{0, 1 << 20, 0x7f0000000000, 0};
+  const int fds[] = {memory.get()};
+  ASSERT_TRUE(frontend.set_mem_table({&region, 1}, fds));
+  ASSERT_TRUE(frontend.set_vring_num(1, 256));
+  ASSERT_TRUE(frontend.set_vring_base(1, 0));
+  ASSERT_TRUE(frontend.set_vring_addr({1, 0, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0}));
   sys::UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  const std::uint64_t vring = 1;
-  send_message(fd, Request::kSetVringKick, &vring, sizeof vring, {kick.get()});
-  ASSERT_TRUE(run_until([&] { return device.vrings()[1].running; }, std::chrono::seconds(5)));
+  ASSERT_TRUE(frontend.set_vring_kick(1, kick.get()));
+  ASSERT_TRUE(run_until([&] { return device.vrings()[1].running; }, 5s));
 
-  const VringState get{1, 0};
-  send_message(fd, Request::kGetVringBase, &get, sizeof get);
-  ASSERT_TRUE(run_until([&] { return e->state() != SocketEndpoint::State::kConnected; },
-                        std::chrono::seconds(5)));
+  const testing::vhost_user::VringState get{1, 0};
+  ASSERT_TRUE(frontend.send_raw(static_cast<std::uint32_t>(testing::vhost_user::Request::kGetVringBase),
+                                testing::vhost_user::kVersion,
+                                {reinterpret_cast<const std::uint8_t*>(&get), sizeof get}));
+  ASSERT_TRUE(run_until([&] { return e->state() != SocketEndpoint::State::kConnected; }, 5s));
   char reply[64];
-  EXPECT_EQ(::recv(fd, reply, sizeof reply, MSG_DONTWAIT), 0)
+  EXPECT_EQ(::recv(frontend.fd(), reply, sizeof reply, MSG_DONTWAIT), 0)
       << "closed without a reply: no made-up index reaches the frontend";
 }
 
