@@ -162,16 +162,14 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
 std::optional<ConfigError> check_new_uplink(const Config& config, const UplinkConfig& uplink,
                                             std::string_view where) {
   if (auto e = check_name_unused(config, uplink.name, where)) return e;
+  // One uplink per interface: each attaches the XDP program, whose sockets
+  // and guest MACs are its own; a second one would replace the first's.
   for (const auto& other : config.uplinks) {
-    if (other.interface != uplink.interface) continue;
-    for (auto q : uplink.queues) {
-      for (auto oq : other.queues) {
-        if (q == oq) {
-          return field_error(ConfigErrorKind::kInUse, where, "queues",
-                             "queue " + std::to_string(q) + " of " + json_quoted(uplink.interface) +
-                                 " is already bound by uplink " + json_quoted(other.name));
-        }
-      }
+    if (other.interface == uplink.interface) {
+      return field_error(ConfigErrorKind::kInUse, where, "interface",
+                         json_quoted(uplink.interface) + " is already uplink " +
+                             json_quoted(other.name) +
+                             "'s (one uplink per interface; list more queues in it)");
     }
   }
   return check_thread(config, uplink.thread, where);

@@ -131,9 +131,9 @@ TEST(ConfigChange, UplinkAdded) {
   auto r = with_uplink_added(before, new_uplink());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->uplinks.size(), 2u);
-  // Other queues of the same interface are free.
+  // Not even other queues of an interface that is an uplink's.
   r = with_uplink_added(before, new_uplink({{"interface", "eth1"}, {"queues", {2, 3}}}));
-  EXPECT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r.ok());
 }
 
 TEST(ConfigChange, UplinkAddRefusals) {
@@ -146,7 +146,8 @@ TEST(ConfigChange, UplinkAddRefusals) {
                  "params.name: \"vm1\" is already the name of a port");
   expect_refused(with_uplink_added(before, new_uplink({{"interface", "eth1"}, {"queues", {1}}})),
                  ConfigErrorKind::kInUse, RpcErrorCode::kInUse,
-                 "params.queues: queue 1 of \"eth1\" is already bound by uplink \"up0\"");
+                 "params.interface: \"eth1\" is already uplink \"up0\"'s (one uplink per "
+                 "interface; list more queues in it)");
   expect_refused(with_uplink_added(before, new_uplink({{"thread", 5}})), ConfigErrorKind::kInvalid,
                  RpcErrorCode::kInvalidParams, "params.thread: 5 is not below threads.count 2");
   EXPECT_EQ(before, base_config());

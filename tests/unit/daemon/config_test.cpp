@@ -295,15 +295,18 @@ TEST(Config, MacMustBeUnicast) {
   EXPECT_TRUE(parse_config({{"ports", {port("vm1", "02:00:00:00:00:01")}}}).ok());
 }
 
-TEST(Config, UplinkQueuesOfOneInterfaceAreBoundOnce) {
+TEST(Config, AnInterfaceIsOneUplinks) {
+  // Even on other queues: each uplink attaches the XDP program (its sockets
+  // and guest MACs), a second one would replace the first's.
   ConfigError e = refused({{"uplinks",
                             {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1}}},
-                             {{"name", "b"}, {"interface", "eth0"}, {"queues", {1, 2}}}}}});
+                             {{"name", "b"}, {"interface", "eth0"}, {"queues", {2}}}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kInUse);
-  EXPECT_EQ(e.message, "uplinks[1].queues: queue 1 of \"eth0\" is already bound by uplink \"a\"");
+  EXPECT_EQ(e.message,
+            "uplinks[1].interface: \"eth0\" is already uplink \"a\"'s (one uplink per interface; "
+            "list more queues in it)");
   EXPECT_TRUE(parse_config({{"uplinks",
-                             {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1}}},
-                              {{"name", "b"}, {"interface", "eth0"}, {"queues", {2}}},
+                             {{{"name", "a"}, {"interface", "eth0"}, {"queues", {0, 1, 2}}},
                               {{"name", "c"}, {"interface", "eth1"}, {"queues", {0}}}}}})
                   .ok());
 }
