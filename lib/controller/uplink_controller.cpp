@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "nic/flood_socket.hpp"
 #include "net/ethernet.hpp"
+#include "sys/log_rate.hpp"
 #include "xsk/umem.hpp"
 
 namespace xdpvhost::controller {
@@ -35,7 +35,8 @@ UplinkController::UplinkController(Dataplane& dataplane, boost::asio::io_context
       id_(id),
       tunables_(tunables),
       bpf_object_(std::move(bpf_object)),
-      stats_timer_(io) {
+      stats_timer_(io),
+      retry_timer_(io) {
   // Until the interface is set up: what the running kernel promises.
   frame_facts_.frame_size = config_.frame_size;
   frame_facts_.ifname = config_.interface;
@@ -46,6 +47,7 @@ UplinkController::UplinkController(Dataplane& dataplane, boost::asio::io_context
 UplinkController::~UplinkController() {
   alive_.reset();
   stats_timer_.cancel();
+  retry_timer_.cancel();
   if (monitor_wait_) {
     monitor_wait_->cancel();
     monitor_wait_->release();
@@ -121,12 +123,14 @@ bool UplinkController::start(std::string& error) {
   }
   watch_links();
   poll_program_stats();
+  retry_later();
   return true;
 }
 
 bool UplinkController::setup(std::string& error) {
   std::string note;
   frame_facts_ = nic::probe_uplink_frame_facts(config_.interface, config_.frame_size, &note);
+  frame_facts_known_ = false;
   if (!note.empty()) spdlog::info("uplink {}: frame limit: {}", config_.name, note);
   frame_limit_ = nic::uplink_frame_limit(frame_facts_);
   nic::XdpProgramOptions options;
@@ -144,26 +148,78 @@ bool UplinkController::setup(std::string& error) {
   for (const auto& [name, guest] : guests_)
     if (guest.mac) steer(*guest.mac);
   std::string flood_error;
-  auto flood = nic::FloodSocket::open(config_.interface, flood_error);
-  if (!flood)
+  flood_ = nic::FloodSocket::open(config_.interface, flood_error);
+  if (!flood_)
     spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
-  UplinkQueuePort* first = ports_.front().get();
-  ServiceThread& thread = dataplane_.thread(threads_.front());
-  thread.call(
-      [first, flood = std::move(flood)]() mutable { first->set_flood_socket(std::move(flood)); });
   std::string bind_error;
-  if (!bind_queues(bind_error)) spdlog::warn("uplink {}: {}", config_.name, bind_error);
+  if (!bind_queues(bind_error))
+    spdlog::warn("uplink {}: {} (tried again every {} s)", config_.name, bind_error,
+                 kRetryInterval.count());
+  hand_flood_socket();
   update_frame_limit();
   apply_max_frame();
   return true;
 }
 
+void UplinkController::hand_flood_socket() {
+  if (!flood_ || !attached_) return;
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    if (!ports_[i]->status().bound.load()) continue;
+    UplinkQueuePort* port = ports_[i].get();
+    dataplane_.thread(threads_[i]).call([port, flood = std::move(flood_)]() mutable {
+      port->set_flood_socket(std::move(flood));
+    });
+    flood_port_ = i;
+    return;
+  }
+}
+
+void UplinkController::retry_later() {
+  std::weak_ptr<int> alive = alive_;
+  retry_timer_.expires_after(kRetryInterval);
+  retry_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired()) return;
+    retry();
+    retry_later();
+  });
+}
+
+// What a link event would not bring back: an attach that was refused (a
+// foreign program since removed), a queue that did not exist or was held
+// by another socket. Only while the interface is there.
+void UplinkController::retry() {
+  const bool unbound = std::any_of(ports_.begin(), ports_.end(),
+                                   [](const auto& p) { return !p->status().bound.load(); });
+  if (!monitor_ || (program_ && !unbound)) return;
+  nic::LinkEvent link;
+  if (!monitor_->lookup(config_.interface, link)) return;  // its return is a link event
+  std::string why;
+  bool ok = true;
+  if (!program_) {
+    ok = setup(why);
+    if (ok) set_link_up(link.up);
+  } else {
+    ok = bind_queues(why);
+    hand_flood_socket();
+    update_frame_limit();
+    apply_max_frame();
+  }
+  if (ok) {
+    spdlog::info("uplink {}: set up on a later try", config_.name);
+    failed_retries_ = 0;
+  } else if (sys::worth_logging(++failed_retries_)) {
+    spdlog::warn("uplink {}: still not set up: {} (try #{})", config_.name, why, failed_retries_);
+  }
+}
+
 void UplinkController::teardown() {
   unbind_queues();
-  if (!ports_.empty() && attached_) {
-    UplinkQueuePort* first = ports_.front().get();
-    dataplane_.thread(threads_.front()).call([first] { first->set_flood_socket(nullptr); });
+  if (flood_port_ && attached_) {
+    UplinkQueuePort* port = ports_[*flood_port_].get();
+    dataplane_.thread(threads_[*flood_port_]).call([port] { port->set_flood_socket(nullptr); });
   }
+  flood_port_.reset();
+  flood_.reset();
   filter_.reset();  // removes the unicast entries / promiscuous membership
   if (program_) {
     nic::XdpSteerStats s;
@@ -176,6 +232,7 @@ bool UplinkController::bind_queues(std::string& error) {
   bool ok = true;
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
+    if (port->status().bound.load()) continue;
     xsk::UmemConfig umem_config;
     umem_config.frame_size = config_.frame_size;
     umem_config.fill_size = 2 * config_.ring_size;
@@ -213,7 +270,8 @@ bool UplinkController::bind_queues(std::string& error) {
     spdlog::info("uplink {}: queue {} bound: {}{}", config_.name, port->queue(),
                  socket->bind_report(),
                  umem->tx_metadata() ? ", TX metadata" : " (" + umem->tx_metadata_refusal() + ")");
-    if (i == 0) {  // the queues are bound alike; the first one's facts stand for all
+    if (!frame_facts_known_) {  // the queues are bound alike; the first one's facts stand for all
+      frame_facts_known_ = true;
       frame_facts_.zero_copy = socket->zero_copy();
       frame_facts_.socket_multi_buffer = socket->multi_buffer();
     }

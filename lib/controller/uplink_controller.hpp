@@ -7,13 +7,17 @@
 //
 //   interface present at start -> program attached, filter set, sockets bound
 //   down                       -> ports report uplink_down drops; sockets kept
-//   up                         -> sockets re-bound (fresh rings), traffic resumes
+//   up                         -> traffic resumes on the same sockets
 //   deleted                    -> sockets, program and filter released
 //   created again              -> everything set up anew on the new ifindex
+//   a failed attach or bind    -> tried again every kRetryInterval while the
+//                                 interface is there (a queue that appears
+//                                 with ethtool -L, a socket that let go of it)
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +29,7 @@
 #include "dataplane/dataplane.hpp"
 #include "dataplane/uplink_queue_port.hpp"
 #include "net/mac_address.hpp"
+#include "nic/flood_socket.hpp"
 #include "nic/link_monitor.hpp"
 #include "nic/unicast_filter.hpp"
 #include "nic/uplink_frame_limit.hpp"
@@ -55,6 +60,8 @@ class UplinkController {
   // `id` is the uplink id guest ports refer to, `tunables` the global ones
   // with this uplink's overrides applied, `bpf_object` the XDP object's path
   // (empty: the default search).
+  static constexpr std::chrono::seconds kRetryInterval{5};
+
   UplinkController(Dataplane& dataplane, boost::asio::io_context& io, UplinkConfig config,
                    std::uint32_t id, const Tunables& tunables, std::string bpf_object);
   ~UplinkController();
@@ -103,6 +110,11 @@ class UplinkController {
   void watch_links();
   void on_link_events();
   void poll_program_stats();
+  // The broadcast/multicast socket goes to the first bound queue (an
+  // unbound one never reads it); it waits here until one is bound.
+  void hand_flood_socket();
+  void retry_later();
+  void retry();
 
   Dataplane& dataplane_;
   boost::asio::io_context& io_;
@@ -116,6 +128,8 @@ class UplinkController {
 
   std::unique_ptr<nic::XdpProgram> program_;
   std::unique_ptr<nic::UnicastFilter> filter_;
+  std::unique_ptr<nic::FloodSocket> flood_;  // not yet handed to a queue
+  std::optional<std::size_t> flood_port_;    // the queue that holds it
   struct Guest {
     std::optional<net::MacAddress> mac;
     std::uint32_t mtu = 1500;
@@ -128,6 +142,7 @@ class UplinkController {
   void update_frame_limit();
   std::map<std::string, Guest> guests_;  // by port name
   nic::UplinkFrameFacts frame_facts_;
+  bool frame_facts_known_ = false;  // a socket of this setup was bound (zero-copy, multi-buffer)
   nic::UplinkFrameLimit frame_limit_;
   LinkState link_ = LinkState::kAbsent;
   nic::XdpSteerStats stats_base_;  // counters of programs detached before
@@ -135,6 +150,8 @@ class UplinkController {
   std::unique_ptr<nic::LinkMonitor> monitor_;
   std::optional<boost::asio::posix::stream_descriptor> monitor_wait_;
   boost::asio::steady_timer stats_timer_;
+  boost::asio::steady_timer retry_timer_;
+  std::uint64_t failed_retries_ = 0;  // for rate-limited logging
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

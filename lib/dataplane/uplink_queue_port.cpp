@@ -579,7 +579,9 @@ bool UplinkQueuePort::prepare_sleep() {
 
 void UplinkQueuePort::wait_fds(std::vector<WaitFd>& out, bool&) {
   if (socket_) out.push_back(WaitFd{socket_->fd(), EPOLLIN, false, this, true});
-  if (flood_) out.push_back(WaitFd{flood_->fd(), EPOLLIN, false, this});
+  // Read only by poll(), which needs a bound socket: a level-triggered fd
+  // nobody reads would wake the thread without end.
+  if (flood_ && socket_) out.push_back(WaitFd{flood_->fd(), EPOLLIN, false, this});
 }
 
 void UplinkQueuePort::refresh_statistics() noexcept {

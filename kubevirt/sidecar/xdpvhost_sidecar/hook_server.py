@@ -51,7 +51,7 @@ class CallbacksService(v1alpha3_grpc.CallbacksServicer):
                                self.settings.socket_root, self.settings.default_mtu,
                                self.settings.driver)
             if endpoint.queues is not None and endpoint.queues < iface.queues:
-                # QEMU would wait forever for a backend with fewer queue pairs.
+                # QEMU refuses a netdev that asks for more pairs than the backend has.
                 log.warning("%s: interface %s: the VM's multiqueue NIC would have %d queue "
                             "pairs (one per vCPU), its port offers %d: it gets %d", vm,
                             iface.name, iface.queues, endpoint.queues, endpoint.queues)

@@ -1,9 +1,14 @@
 // The uplink interface's life while the daemon runs: administratively down
-// and up, carrier lost at the peer, deleted and re-created, and configured
-// before it exists. Each time the status reports the state, guest frames
-// while the link is unusable are dropped as uplink_down, and traffic resumes
-// in both directions afterwards -- without restarting the daemon.
+// and up, carrier lost at the peer, deleted and re-created, configured
+// before it exists, and a queue that appears later (ethtool -L). Each time
+// the status reports the state, guest frames while the link is unusable are
+// dropped as uplink_down, and traffic resumes in both directions afterwards
+// -- without restarting the daemon.
 
+#include <algorithm>
+#include <thread>
+
+#include "peer_sockets.hpp"
 #include "uplink_fixture.hpp"
 
 namespace xdpvhost::uplink_test {
@@ -128,6 +133,53 @@ TEST_F(LinkLifecycle, InterfaceThatAppearsAfterTheDaemonStarted) {
 
   ASSERT_TRUE(lab_.create_veth(out)) << out;
   ASSERT_NO_FATAL_FAILURE(expect_bound_to_the_new_interface());
+}
+
+TEST_F(LinkLifecycle, AQueueThatAppearsLaterIsBoundAndNothingSpinsMeanwhile) {
+  std::string out;
+  ASSERT_TRUE(lab_.delete_veth(&out)) << out;
+  ASSERT_TRUE(lab_.create_veth(out, 2)) << out;
+  const std::string channels = std::string("ethtool -L ") + UplinkLab::kNodeIf;
+  ASSERT_EQ(lab_.in_node(channels + " rx 1 tx 1", &out), 0) << out;
+  // Queue 1 first: it cannot be bound yet, and the broadcast socket must go
+  // to the queue that is (a socket nobody reads kept the thread awake).
+  json uplink = uplink_config();
+  uplink["queues"] = json::array({1, 0});
+  ASSERT_NO_FATAL_FAILURE(
+      start_daemon(daemon_config(json::array({uplink}), json::array({port_config(kVm1)}))));
+  ASSERT_NO_FATAL_FAILURE(connect_guest(vm1_, kVm1));
+  auto bind_mode_of = [&](std::size_t i) {
+    return uplink_status().at("queues").at(i).value("bind_mode", "?");
+  };
+  EXPECT_EQ(bind_mode_of(0), "unbound") << uplink_status().dump();
+  ASSERT_EQ(bind_mode_of(1), "copy") << uplink_status().dump();
+
+  // Broadcasts from the peer reach the guest.
+  std::unique_ptr<PacketSocket> peer;
+  {
+    NetnsScope in(lab_.peer_fd());
+    ASSERT_TRUE(in.ok());
+    peer = std::make_unique<PacketSocket>(UplinkLab::kPeerIf);
+  }
+  std::vector<std::uint8_t> frame(60, 0);
+  std::fill_n(frame.begin(), 6, 0xff);
+  std::copy(kPeerMac.begin(), kPeerMac.end(), frame.begin() + 6);
+  frame[12] = 0x88;  // local experimental EtherType
+  frame[13] = 0xb5;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(peer->send(frame));
+  auto is_ours = [](const PacketView& v) { return v.ethertype == 0x88b5; };
+  EXPECT_TRUE(vm1_->pump_until(is_ours, 5)) << vm1_->count(is_ours) << " of 5 broadcasts";
+
+  // The service thread sleeps when idle: it is not woken without end.
+  auto wakeups = [&] { return u(call("stats.get").at("threads").at(0), "wakeups"); };
+  const std::uint64_t w0 = wakeups();
+  std::this_thread::sleep_for(1s);
+  EXPECT_LT(wakeups() - w0, 1000u) << "an idle service thread kept waking";
+
+  // The queue appears: it is bound at the next try (every 5 s).
+  ASSERT_EQ(lab_.in_node(channels + " rx 2 tx 2", &out), 0) << out;
+  EXPECT_TRUE(wait_for([&] { return bind_mode_of(0) == "copy"; }, 15s)) << uplink_status().dump();
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
 }
 
 }  // namespace

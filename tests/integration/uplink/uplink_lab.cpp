@@ -39,15 +39,19 @@ bool UplinkLab::create_namespaces(std::string& error) {
   return node_.create(error) && peer_.create(error);
 }
 
-bool UplinkLab::create_veth(std::string& error) {
+bool UplinkLab::create_veth(std::string& error, int queues) {
   const std::string n = "ip -n " + node_ns() + " ";
   const std::string p = "ip -n " + peer_ns() + " ";
-  const std::string script =
-      "set -e; " + n + "link add " + kNodeIf + " address " + kNodeMac + " type veth peer name " +
-      kPeerIf + " address " + kPeerMac + " netns " + peer_ns() + "; " + n + "addr add " + kNodeIp +
-      "/24 dev " + kNodeIf + "; " + p + "addr add " + kPeerIp + "/24 dev " + kPeerIf + "; " +
-      "ip netns exec " + peer_ns() + " ethtool -K " + kPeerIf + " tx off >/dev/null; " + n +
-      "link set " + kNodeIf + " up; " + p + "link set " + kPeerIf + " up";
+  const std::string q = queues > 1 ? " numrxqueues " + std::to_string(queues) + " numtxqueues " +
+                                         std::to_string(queues)
+                                   : "";
+  const std::string script = "set -e; " + n + "link add " + kNodeIf + " address " + kNodeMac + q +
+                             " type veth peer name " + kPeerIf + " address " + kPeerMac +
+                             " netns " + peer_ns() + "; " + n + "addr add " + kNodeIp + "/24 dev " +
+                             kNodeIf + "; " + p + "addr add " + kPeerIp + "/24 dev " + kPeerIf +
+                             "; " + "ip netns exec " + peer_ns() + " ethtool -K " + kPeerIf +
+                             " tx off >/dev/null; " + n + "link set " + kNodeIf + " up; " + p +
+                             "link set " + kPeerIf + " up";
   if (run_shell(script, &error) != 0) return false;
   error.clear();
   return true;

@@ -47,7 +47,8 @@ class UplinkLab {
   bool create_namespaces(std::string& error);
   // The veth pair with addresses, both ends up. Again after delete_veth()
   // it makes the same pair (names, MACs, addresses) anew.
-  bool create_veth(std::string& error);
+  // `queues`: RX and TX queues of the node end (veth's numrxqueues/numtxqueues).
+  bool create_veth(std::string& error, int queues = 1);
   bool delete_veth(std::string* error = nullptr);
 
   const std::string& node_ns() const noexcept { return node_.name(); }
