@@ -22,12 +22,14 @@ class FloodLimiter {
     last_ns_ = 0;
   }
 
-  // Whether one more frame may go now.
-  bool allow() noexcept {
+  // Whether `frames` more may go now (a GSO frame: its segments, each a
+  // copy to every guest without GSO; at most a full bucket's worth).
+  bool allow(std::uint64_t frames = 1) noexcept {
     if (rate_ == 0) return true;
-    if (tokens_ == 0) refill();
-    if (tokens_ == 0) return false;
-    --tokens_;
+    const std::uint64_t cost = std::min(frames, capacity_);
+    if (tokens_ < cost) refill();
+    if (tokens_ < cost) return false;
+    tokens_ -= cost;
     return true;
   }
 

@@ -279,7 +279,7 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
       counters().drop(DropReason::kOversize);
     } else if (!source_.admit(frame.src(), forwarder.table(), this)) {
       counters().drop(DropReason::kSpoofedSource);
-    } else if (frame.is_multicast() && !flood_.allow()) {
+    } else if (frame.is_multicast() && !flood_.allow(frame.offload.segments)) {
       counters().drop(DropReason::kFloodLimited);
     } else {
       if (!forwarder.forward(*this, frame)) {

@@ -394,6 +394,20 @@ TEST_F(GuestPortTest, ATsoFrameOfMoreSegmentsThanTheReceiversRingIsDroppedNotWai
   EXPECT_EQ(got[0].bytes, next);
 }
 
+TEST_F(GuestPortTest, ABroadcastTsoFrameCountsAgainstTheFloodRateByItsSegments) {
+  PortTunables slow;
+  slow.flood_rate = 1;  // a bucket of 64, refilled one a second
+  build(kTsoSender, test::default_features(), slow, /*ring_b=*/256);
+  b->guest.post_rx(256);
+  // 14 segments each: four fit in the bucket (56), the other six do not.
+  for (int i = 0; i < 10; ++i)
+    a->guest.send(test::tcp_frame(kBroadcast, kMacA, kGsoPayload), tso_header(), 3);
+  while (round() != 0) {
+  }
+  EXPECT_EQ(b->guest.received().size(), 4u * 14u);
+  EXPECT_EQ(a->drops(DropReason::kFloodLimited), 6u);
+}
+
 TEST_F(GuestPortTest, AStreamOfTsoFramesReachesAGuestWithoutTsoAsItPostsBuffers) {
   build(kTsoSender, test::default_features() | bit(Feature::kNetGuestCsum));
   constexpr unsigned kFrames = 50;
