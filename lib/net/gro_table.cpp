@@ -334,9 +334,9 @@ GroResult GroTable::place(const Candidate& c, bool ok, Sink deliver) noexcept {
     }
   };
   if (held) {
-    // A contiguous segment takes one range: the segment bound keeps it within
-    // kGroMaxPayloadSpans.
-    const bool room = !kScattered || held->payload_count + c.payload_spans <= kGroMaxPayloadSpans;
+    // Every range must fit, a contiguous segment's one too: a flow started
+    // by scattered segments may already hold kGroMaxPayloadSpans.
+    const bool room = held->payload_count + c.payload_spans <= kGroMaxPayloadSpans;
     if (room && can_merge(*held, c)) {
       merge(*held, c);
       add_payload(*held);

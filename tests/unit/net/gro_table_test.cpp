@@ -741,6 +741,22 @@ TEST(GroTableScattered, TheRangeBudgetClosesTheSuperFrame) {
   EXPECT_EQ(alone.table.held_flows(), 0u);
 }
 
+TEST(GroTableScattered, AContiguousSegmentDoesNotOverfillAFlowOfScatteredRanges) {
+  // One queue offers both: a frame in one descriptor, one in a chain.
+  const std::vector<Bytes> f = flow(PacketSpec{}, 2, kGroMaxPayloadSpans);
+  Receiver rx;
+  const Scattered first(f[0], bytewise_from(f[0], header_end(f[0])));  // the whole range budget
+  EXPECT_EQ(rx.table.offer(first.view(), false, rx).verdict, GroVerdict::held);
+  const GroResult r =
+      rx.table.offer(f[1].data(), static_cast<std::uint32_t>(f[1].size()), false, rx);
+  EXPECT_EQ(r.verdict, GroVerdict::held) << "a new super-frame, after the full one";
+  rx.table.flush(rx);
+  ASSERT_EQ(rx.out.size(), 2u);
+  EXPECT_EQ(rx.out[0].segments, 1u);
+  EXPECT_EQ(rx.out[0].bytes, f[0]);
+  EXPECT_EQ(rx.out[1].bytes, f[1]);
+}
+
 TEST(GroTableScattered, TheChecksumCoversEverySpan) {
   PacketSpec s;
   std::vector<Bytes> f = flow(s, 3);
