@@ -442,7 +442,9 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
   const net::GuestForward plan =
       net::plan_guest_forward(frame.bytes(), frame.offload, guest_offloads_);
   if (plan.segment) return deliver_segments(*q, frame);
-  if (!frame.offload.is_gso() && plan.frame_len > max_frame_) {
+  // What reaches the guest as one plain frame (a GSO frame of one segment
+  // too) must fit its MTU; GSO frames reach it as GSO.
+  if (plan.header.gso_type == net::kVirtioGsoNone && plan.frame_len > max_frame_) {
     counters().drop(DropReason::kOversize);
     return Delivery::kDone;
   }

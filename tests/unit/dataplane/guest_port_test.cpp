@@ -394,6 +394,18 @@ TEST_F(GuestPortTest, ATsoFrameOfMoreSegmentsThanTheReceiversRingIsDroppedNotWai
   EXPECT_EQ(got[0].bytes, next);
 }
 
+TEST_F(GuestPortTest, ATsoFrameOfOneSegmentAboveTheReceiversMtuIsOversize) {
+  // GUEST_CSUM: the frame needs no work here, it would be passed on as it is.
+  build(kTsoSender, test::default_features() | bit(Feature::kNetGuestCsum));
+  b->port.set_mtu(1000);  // NET_SET_MTU: below the sender's 1500
+  b->guest.post_rx(4, 2048);
+  // One segment of 1200 bytes: passed on as a plain frame of 1254.
+  a->guest.send(test::tcp_frame(kMacB, kMacA, 1200), tso_header(1400), 3);
+  round();
+  EXPECT_TRUE(b->guest.received().empty());
+  EXPECT_EQ(b->drops(DropReason::kOversize), 1u);
+}
+
 TEST_F(GuestPortTest, ABroadcastTsoFrameCountsAgainstTheFloodRateByItsSegments) {
   PortTunables slow;
   slow.flood_rate = 1;  // a bucket of 64, refilled one a second
