@@ -84,6 +84,8 @@ bool Forwarder::push_segments(Port& from, Mailbox& box, const SwitchEntry& to, c
     box.push(to.port_id, Frame(span));
     from.counters().gso_segments.add();
   }
+  // The first segment is the longest: if it did not fit a slot, none did.
+  if (segmenter.remaining() > 0) from.counters().drop(DropReason::kOversize);
   pushed_[to.thread] = true;
   return true;
 }

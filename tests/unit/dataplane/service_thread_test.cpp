@@ -37,11 +37,13 @@ bool eventually(Fn done) {
 }
 
 struct Attached {
-  Attached(Dataplane& dp, std::uint16_t thread, const std::uint8_t mac[6])
+  Attached(Dataplane& dp, std::uint16_t thread, const std::uint8_t mac[6],
+           std::uint64_t features = test::default_features(), std::uint32_t mtu = 1500)
       : dp(dp),
         thread(thread),
+        guest(features),
         port(dp.allocate_port_id(), "p", Port::kNoUplinkId,
-             GuestPort::Options{1500, {}, MacPolicy::kFixed, net::MacAddress::from(mac)}) {
+             GuestPort::Options{mtu, {}, MacPolicy::kFixed, net::MacAddress::from(mac)}) {
     dp.attach(port, thread, net::MacAddress::from(mac));
     for (std::uint32_t v : {0u, 1u}) {
       auto start = guest.start(v);
@@ -167,6 +169,29 @@ TEST(ServiceThread, ACallPastItsDeadlineGetsNothingAndTheThreadIsStalled) {
   EXPECT_FALSE(dp.thread(0).call([]() -> std::optional<std::uint16_t> { return 7; }));
   EXPECT_LT(sys::thread_blocked_time() - before, ServiceThread::kCallDeadline);
   release.set_value();  // the thread goes on, and can be stopped
+}
+
+TEST(ServiceThread, GsoSegmentsTooLongForAMailboxAreDroppedAndCounted) {
+  Dataplane dp(options(2, 0));
+  const std::uint64_t tso = test::default_features() | virtio::bit(virtio::Feature::kNetCsum) |
+                            virtio::bit(virtio::Feature::kNetHostTso4);
+  Attached a(dp, 0, kMacA, tso, 9600);
+  Attached b(dp, 1, kMacB, test::default_features(), 9600);
+  b.guest.post_rx(8, 9600);
+  // Segments of 9554 bytes: more than a mailbox slot (Mailbox::kMaxFrame) holds.
+  virtio::NetHeader h{};
+  h.flags = virtio::NetHeader::kFlagNeedsCsum;
+  h.gso_type = virtio::NetHeader::kGsoTcpv4;
+  h.gso_size = 9500;
+  h.hdr_len = 14 + 20 + 20;
+  h.csum_start = 14 + 20;
+  h.csum_offset = 16;
+  a.guest.send(test::tcp_frame(kMacB, kMacA, 20000), h, 3);
+  ASSERT_TRUE(eventually([&] { return a.guest.tx_completed() == 1; }));
+  EXPECT_TRUE(eventually([&] {
+    return a.port.counters().drops[static_cast<std::size_t>(DropReason::kOversize)].get() == 1;
+  })) << "lost without a reason";
+  EXPECT_TRUE(b.guest.received().empty());
 }
 
 TEST(ServiceThread, DetachedPortIsNoLongerReachable) {
