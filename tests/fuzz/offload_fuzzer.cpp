@@ -264,7 +264,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   policy.mtu = in.u16();
   if (policy.mtu == 0) policy.mtu = 1500;
   policy.max_segments = in.u8();
-  if (policy.max_segments == 0) policy.max_segments = 128;
+  if (policy.max_segments == 0) policy.max_segments = net::OffloadPolicy{}.max_segments;
   policy.ecn = (mode & 2) != 0;
   policy.exact_hdr_len = (mode & 4) != 0;
   std::uint32_t capacity = in.u16();

@@ -104,11 +104,13 @@ TEST(OffloadValidation, PayloadThatFitsOneSegmentIsValid) {
 
 TEST(OffloadValidation, TooManySegmentsAndTooLong) {
   PacketSpec s;
-  Gso g = linux_tso(s, 60000);
-  g.req.gso.gso_size = 400;  // 150 segments
+  Gso g = linux_tso(s, 65000);
+  g.req.gso.gso_size = 500;  // 130 segments: a Linux guest at the path-MTU floor
+  EXPECT_TRUE(check(g.frame, g.req).ok());
+  g.req.gso.gso_size = 200;  // 325 segments
   EXPECT_EQ(check(g.frame, g.req).error, OffloadError::gso_too_many_segments);
   OffloadPolicy p;
-  p.max_segments = 150;
+  p.max_segments = 325;
   EXPECT_TRUE(check(g.frame, g.req, p).ok());
   p.max_frame_len = 30000;
   EXPECT_EQ(check(g.frame, g.req, p).error, OffloadError::gso_frame_too_long);
