@@ -186,8 +186,16 @@ void UplinkController::retry_later() {
 
 // What a link event would not bring back: an attach that was refused (a
 // foreign program since removed), a queue that did not exist or was held
-// by another socket. Only while the interface is there.
+// by another socket, our program detached by someone else (ip link set dev
+// X xdp off, xdp-loader unload). Only while the interface is there.
 void UplinkController::retry() {
+  if (program_ && !program_on_interface()) {
+    spdlog::warn(
+        "uplink {}: its XDP program is no longer on {} (removed by someone else); "
+        "attaching it again",
+        config_.name, config_.interface);
+    teardown();
+  }
   const bool unbound = std::any_of(ports_.begin(), ports_.end(),
                                    [](const auto& p) { return !p->status().bound.load(); });
   if (!monitor_ || (program_ && !unbound)) return;
@@ -210,6 +218,13 @@ void UplinkController::retry() {
   } else if (sys::worth_logging(++failed_retries_)) {
     spdlog::warn("uplink {}: still not set up: {} (try #{})", config_.name, why, failed_retries_);
   }
+}
+
+bool UplinkController::program_on_interface() const {
+  std::vector<nic::AttachedXdpProgram> attached;
+  if (nic::XdpProgram::list_attached(config_.interface, attached) != 0) return true;  // unknown
+  return std::any_of(attached.begin(), attached.end(),
+                     [this](const auto& p) { return p.id == program_->program_id(); });
 }
 
 void UplinkController::teardown() {

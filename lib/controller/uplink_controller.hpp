@@ -13,6 +13,7 @@
 //   a failed attach or bind    -> tried again every kRetryInterval while the
 //                                 interface is there (a queue that appears
 //                                 with ethtool -L, a socket that let go of it)
+//   program detached by others -> noticed within kRetryInterval, attached again
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -115,6 +116,7 @@ class UplinkController {
   void hand_flood_socket();
   void retry_later();
   void retry();
+  bool program_on_interface() const;  // true also when it cannot be told
 
   Dataplane& dataplane_;
   boost::asio::io_context& io_;

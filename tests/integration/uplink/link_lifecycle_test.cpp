@@ -135,6 +135,30 @@ TEST_F(LinkLifecycle, InterfaceThatAppearsAfterTheDaemonStarted) {
   ASSERT_NO_FATAL_FAILURE(expect_bound_to_the_new_interface());
 }
 
+TEST_F(LinkLifecycle, AProgramDetachedBehindItsBackIsAttachedAgain) {
+  ASSERT_NO_FATAL_FAILURE(start_with_guest(vm1_));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+  const auto before = lab_.node_xdp_programs();
+  ASSERT_EQ(before.size(), 1u);
+  std::string out;
+  const std::string set = std::string("ip link set dev ") + UplinkLab::kNodeIf;
+  ASSERT_EQ(lab_.in_node(set + " xdp off", &out), 0) << out;
+  lab_.in_node(set + " xdpgeneric off", &out);  // if it was attached in skb mode
+  ASSERT_TRUE(lab_.node_xdp_programs().empty());
+  // Noticed at the next try (every 5 s), attached again, traffic resumes.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto now = lab_.node_xdp_programs();
+        return now.size() == 1 && now[0].id != before[0].id;
+      },
+      15s))
+      << "no program on the interface: " << uplink_status().dump();
+  EXPECT_EQ(lab_.node_xdp_programs()[0].name, "xdpvhost_steer");
+  ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; }))
+      << uplink_status().dump();
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+}
+
 TEST_F(LinkLifecycle, AQueueThatAppearsLaterIsBoundAndNothingSpinsMeanwhile) {
   std::string out;
   ASSERT_TRUE(lab_.delete_veth(&out)) << out;
