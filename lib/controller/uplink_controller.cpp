@@ -189,7 +189,7 @@ void UplinkController::retry_later() {
 // by another socket, our program detached by someone else (ip link set dev
 // X xdp off, xdp-loader unload). Only while the interface is there.
 void UplinkController::retry() {
-  if (program_ && !program_on_interface()) {
+  if (program_ && !program_->still_attached()) {
     spdlog::warn(
         "uplink {}: its XDP program is no longer on {} (removed by someone else); "
         "attaching it again",
@@ -218,13 +218,6 @@ void UplinkController::retry() {
   } else if (sys::worth_logging(++failed_retries_)) {
     spdlog::warn("uplink {}: still not set up: {} (try #{})", config_.name, why, failed_retries_);
   }
-}
-
-bool UplinkController::program_on_interface() const {
-  std::vector<nic::AttachedXdpProgram> attached;
-  if (nic::XdpProgram::list_attached(config_.interface, attached) != 0) return true;  // unknown
-  return std::any_of(attached.begin(), attached.end(),
-                     [this](const auto& p) { return p.id == program_->program_id(); });
 }
 
 void UplinkController::teardown() {

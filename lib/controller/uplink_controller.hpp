@@ -116,7 +116,6 @@ class UplinkController {
   void hand_flood_socket();
   void retry_later();
   void retry();
-  bool program_on_interface() const;  // true also when it cannot be told
 
   Dataplane& dataplane_;
   boost::asio::io_context& io_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xdp/libxdp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -318,6 +319,16 @@ int XdpProgram::read_stats(XdpSteerStats& out) const noexcept {
   out.malformed = sums[XDP_STEER_STAT_MALFORMED];
   out.bypassed = sums[XDP_STEER_STAT_BYPASSED];
   return 0;
+}
+
+bool XdpProgram::still_attached() const {
+  std::vector<AttachedXdpProgram> on;
+  if (list_attached(ifname_, on) != 0) return true;
+  // In libxdp's dispatcher a component is also known by its name: should
+  // its id read back otherwise, it is not taken for detached.
+  return std::any_of(on.begin(), on.end(), [this](const AttachedXdpProgram& p) {
+    return p.id == program_id_ || (p.via_dispatcher && p.name == XDP_STEER_PROG_NAME);
+  });
 }
 
 int XdpProgram::list_attached(const std::string& ifname, std::vector<AttachedXdpProgram>& out) {

@@ -130,6 +130,10 @@ class XdpProgram {
   int unregister_socket(std::uint32_t queue_id) noexcept;
   int read_stats(XdpSteerStats& out) const noexcept;
 
+  // Whether the program is still on its interface: someone else may have
+  // detached it (ip link set dev X xdp off). True when it cannot be told.
+  bool still_attached() const;
+
   // Detaches now (idempotent). 0 or -errno (-ENODEV etc. if the interface
   // went away, in which case the kernel dropped the program with it).
   int detach() noexcept;

@@ -70,6 +70,9 @@ TEST_F(XdpProgramTest, AttachesAndReportsWhatLibxdpDid) {
         << prog->attach_report();
   }
   std::printf("attach report: %s\n", prog->attach_report().c_str());
+  EXPECT_TRUE(prog->still_attached());
+  ASSERT_EQ(prog->detach(), 0);
+  EXPECT_FALSE(prog->still_attached());
 }
 
 TEST_F(XdpProgramTest, DestructorDetaches) {
