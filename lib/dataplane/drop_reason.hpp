@@ -23,6 +23,9 @@ enum class DropReason : std::uint8_t {
   kUplinkTxFull,        // no room on the AF_XDP TX ring (flooded frames only; unicast waits)
   kSpoofedSource,       // a guest sent from a source MAC its port may not use (port security)
   kFloodLimited,        // broadcast/multicast beyond the port's flood_rate
+  kUplinkRefused,       // the interface dropped a frame the socket handed it (copy mode:
+                        // sendto's EBUSY, NET_XMIT_DROP; e.g. longer than a veth peer takes);
+                        // it left the daemon, so it is in tx_packets too
   kCount
 };
 
@@ -60,6 +63,8 @@ constexpr const char* to_string(DropReason r) {
       return "spoofed_source";
     case DropReason::kFloodLimited:
       return "flood_limited";
+    case DropReason::kUplinkRefused:
+      return "uplink_refused";
     case DropReason::kCount:
       break;
   }

@@ -547,7 +547,11 @@ void UplinkQueuePort::kick_tx() noexcept {
   queue_counters_.tx_kicks.add();
   switch (socket_->kick_tx()) {
     case xsk::WakeupResult::kOk:
+      break;
     case xsk::WakeupResult::kBusy:
+      // Copy mode: the device dropped the frame it was given (the kernel
+      // completed it unsent) and stopped there; the rest go next round.
+      if (!socket_->zero_copy()) counters().drop(DropReason::kUplinkRefused);
       break;
     case xsk::WakeupResult::kAgain:
     case xsk::WakeupResult::kNoBuffers:

@@ -53,6 +53,29 @@ TEST_F(Oversize, GuestFrameAboveItsMtuIsDroppedOnItsPort) {
   EXPECT_EQ(total(up1.at("drops")), total(up0.at("drops"))) << up1.dump();
 }
 
+TEST_F(Oversize, FramesTheInterfaceDropsAreCountedAsRefused) {
+  // The peer takes at most 1000-byte packets: veth drops longer ones on the
+  // way (NET_XMIT_DROP), which AF_XDP's sendto reports as EBUSY.
+  std::string out;
+  ASSERT_EQ(lab_.in_peer(std::string("ip link set ") + UplinkLab::kPeerIf + " mtu 1000", &out), 0)
+      << out;
+  const json up0 = uplink_stats();
+  const LinkCounters peer0 = lab_.peer_link();
+  constexpr int kFrames = 5;
+  for (int i = 0; i < kFrames; ++i)
+    ASSERT_TRUE(vm1_->send(raw_frame(kPeerMac, vm1_->mac(), 1400, static_cast<std::uint8_t>(i))));
+  ASSERT_TRUE(vm1_->wait_tx_done());
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return u(uplink_stats().at("drops"), "uplink_refused") -
+                   u(up0.at("drops"), "uplink_refused") ==
+               kFrames;
+      },
+      3s))
+      << uplink_stats().dump();
+  EXPECT_EQ(lab_.peer_link().rx_packets, peer0.rx_packets);
+}
+
 TEST_F(Oversize, PeerFrameAboveTheGuestsMtuIsDroppedInXdp) {
   // Let the wire carry longer frames than the guests were told about.
   std::string out;
