@@ -196,6 +196,7 @@ void UplinkController::retry() {
         config_.name, config_.interface);
     teardown();
   }
+  if (program_) follow_mtu();
   const bool unbound = std::any_of(ports_.begin(), ports_.end(),
                                    [](const auto& p) { return !p->status().bound.load(); });
   if (!monitor_ || (program_ && !unbound)) return;
@@ -218,6 +219,19 @@ void UplinkController::retry() {
   } else if (sys::worth_logging(++failed_retries_)) {
     spdlog::warn("uplink {}: still not set up: {} (try #{})", config_.name, why, failed_retries_);
   }
+}
+
+// The interface's MTU bounds the frames it carries (and the guest MTUs
+// admitted): a change (ip link set dev X mtu N) is taken over.
+void UplinkController::follow_mtu() {
+  const nic::UplinkFrameFacts now =
+      nic::probe_uplink_frame_facts(config_.interface, config_.frame_size, nullptr);
+  if (now.interface_mtu == 0 || now.interface_mtu == frame_facts_.interface_mtu) return;
+  spdlog::info("uplink {}: {} has MTU {} now (was {})", config_.name, config_.interface,
+               now.interface_mtu, frame_facts_.interface_mtu);
+  frame_facts_.interface_mtu = now.interface_mtu;
+  update_frame_limit();
+  apply_max_frame();
 }
 
 void UplinkController::teardown() {

@@ -14,6 +14,7 @@
 //                                 interface is there (a queue that appears
 //                                 with ethtool -L, a socket that let go of it)
 //   program detached by others -> noticed within kRetryInterval, attached again
+//   MTU changed                -> frame limit follows within kRetryInterval
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -116,6 +117,7 @@ class UplinkController {
   void hand_flood_socket();
   void retry_later();
   void retry();
+  void follow_mtu();
 
   Dataplane& dataplane_;
   boost::asio::io_context& io_;

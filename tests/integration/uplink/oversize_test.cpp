@@ -204,5 +204,20 @@ TEST_F(Jumbo, AGuestMtuAboveWhatTheUplinkCarriesIsRefusedNamingTheLimit) {
   EXPECT_TRUE(request("port.add", port).ok());
 }
 
+// The interface's MTU raised while the daemon runs: the uplink carries the
+// longer frames from the next try on (every 5 s), without a restart.
+TEST_F(Jumbo, AnInterfaceMtuRaisedAtRunTimeIsFollowed) {
+  ASSERT_NO_FATAL_FAILURE(start(2048, 3000));
+  json port = port_config(kVm2);
+  port["mtu"] = 6000;
+  ASSERT_FALSE(request("port.add", port).ok()) << "6000 is above the interface's 3000";
+  std::string out;
+  for (const auto& [ns_cmd, ifname] : {std::pair{&UplinkLab::in_node, UplinkLab::kNodeIf},
+                                       std::pair{&UplinkLab::in_peer, UplinkLab::kPeerIf}})
+    ASSERT_EQ((lab_.*ns_cmd)(std::string("ip link set ") + ifname + " mtu 6000", &out), 0) << out;
+  EXPECT_TRUE(wait_for([&] { return request("port.add", port).ok(); }, 15s))
+      << request("port.add", port).error_message();
+}
+
 }  // namespace
 }  // namespace xdpvhost::uplink_test
