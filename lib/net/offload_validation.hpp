@@ -41,7 +41,7 @@
 namespace xdpvhost::net {
 
 struct OffloadPolicy {
-  std::uint32_t mtu = 1500;          // the sender's MTU: bounds each segment's IP packet
+  std::uint32_t mtu = 1500;  // the sender's MTU: bounds each segment's IP packet
   // 64 KiB at an MSS of 256. A path-MTU floor of 552 gives MSS 512 (500 with
   // timestamps): 130 segments of a 64 KiB frame, which Linux guests send.
   // Smaller MSS (Linux's tcp_min_snd_mss is 48) only for a peer that asks.

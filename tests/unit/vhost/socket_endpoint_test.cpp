@@ -148,9 +148,9 @@ TEST_F(SocketEndpointTest, AGetVringBaseWithoutAKnownIndexClosesTheConnectionUna
   ASSERT_TRUE(run_until([&] { return device.vrings()[1].running; }, 5s));
 
   const testing::vhost_user::VringState get{1, 0};
-  ASSERT_TRUE(frontend.send_raw(static_cast<std::uint32_t>(testing::vhost_user::Request::kGetVringBase),
-                                testing::vhost_user::kVersion,
-                                {reinterpret_cast<const std::uint8_t*>(&get), sizeof get}));
+  ASSERT_TRUE(frontend.send_raw(
+      static_cast<std::uint32_t>(testing::vhost_user::Request::kGetVringBase),
+      testing::vhost_user::kVersion, {reinterpret_cast<const std::uint8_t*>(&get), sizeof get}));
   ASSERT_TRUE(run_until([&] { return e->state() != SocketEndpoint::State::kConnected; }, 5s));
   char reply[64];
   EXPECT_EQ(::recv(frontend.fd(), reply, sizeof reply, MSG_DONTWAIT), 0)
