@@ -130,7 +130,6 @@ bool UplinkController::start(std::string& error) {
 bool UplinkController::setup(std::string& error) {
   std::string note;
   frame_facts_ = nic::probe_uplink_frame_facts(config_.interface, config_.frame_size, &note);
-  frame_facts_known_ = false;
   if (!note.empty()) spdlog::info("uplink {}: frame limit: {}", config_.name, note);
   frame_limit_ = nic::uplink_frame_limit(frame_facts_);
   nic::XdpProgramOptions options;
@@ -292,8 +291,7 @@ bool UplinkController::bind_queues(std::string& error) {
     spdlog::info("uplink {}: queue {} bound: {}{}", config_.name, port->queue(),
                  socket->bind_report(),
                  umem->tx_metadata() ? ", TX metadata" : " (" + umem->tx_metadata_refusal() + ")");
-    if (!frame_facts_known_) {  // the queues are bound alike; the first one's facts stand for all
-      frame_facts_known_ = true;
+    if (!frame_facts_.zero_copy) {  // the queues are bound alike: the first bound stands for all
       frame_facts_.zero_copy = socket->zero_copy();
       frame_facts_.socket_multi_buffer = socket->multi_buffer();
     }

@@ -145,7 +145,6 @@ class UplinkController {
   void update_frame_limit();
   std::map<std::string, Guest> guests_;  // by port name
   nic::UplinkFrameFacts frame_facts_;
-  bool frame_facts_known_ = false;  // a socket of this setup was bound (zero-copy, multi-buffer)
   nic::UplinkFrameLimit frame_limit_;
   LinkState link_ = LinkState::kAbsent;
   nic::XdpSteerStats stats_base_;  // counters of programs detached before

@@ -163,9 +163,10 @@ unsigned UplinkQueuePort::poll(Forwarder& forwarder) {
   n += poll_flood(forwarder);
   // Frames go back to the fill ring at once. A zero-copy driver that ran
   // out of them stopped and asked to be woken (need_wakeup): without the
-  // syscall RX stays stopped for as long as this thread is kept busy.
+  // syscall RX stays stopped for as long as this thread is kept busy. (Only
+  // zero-copy drivers set the flag; in copy mode this is no syscall.)
   umem_->refill(umem_->config().fill_size);
-  if (!napi_active_ && umem_->fill_needs_wakeup()) socket_->wakeup_rx();
+  if (socket_->zero_copy() && !napi_active_ && umem_->fill_needs_wakeup()) socket_->wakeup_rx();
   if (napi_active_) {
     if (n == 0 && socket_->rx_pending() == 0) {
       // Seed 002: nothing on the rings -- drive the NIC's NAPI ourselves.
