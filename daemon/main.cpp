@@ -138,6 +138,9 @@ std::string confine(Daemon& daemon, const Config& config, bool seccomp) {
   }
   if (std::string error = drop_capabilities(keep); !error.empty()) return error;
   spdlog::info("capabilities kept: {}", effective_capabilities());
+  // Started from here, the watcher thread holds what this thread holds now,
+  // and the seccomp filter below (TSYNC) covers it too.
+  dp.watch_peer_io();
   if (!seccomp) {
     spdlog::warn("seccomp filter off (security.seccomp false or --no-seccomp)");
     return "";

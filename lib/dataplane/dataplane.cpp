@@ -19,7 +19,15 @@ Dataplane::Dataplane(Options options) : tunables_(options.tunables) {
   publish_table();
 }
 
+void Dataplane::watch_peer_io() {
+  if (watcher_) return;
+  std::vector<sys::PeerIoWatch*> watches;
+  for (auto& t : threads_) watches.push_back(&t->peer_io());
+  watcher_ = std::make_unique<PeerIoWatcher>(std::move(watches));
+}
+
 Dataplane::~Dataplane() {
+  watcher_.reset();  // before the threads it signals end
   for (auto& t : threads_) t->stop();
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "dataplane/peer_io_watcher.hpp"
 #include "dataplane/port.hpp"
 #include "dataplane/service_thread.hpp"
 #include "dataplane/switch_table.hpp"
@@ -64,6 +65,11 @@ class Dataplane {
   // Applies to every service thread between two bursts.
   void set_tunables(const Tunables& t);
 
+  // Starts the watcher that interrupts a service thread's syscall on a
+  // peer's fd once it sleeps (PeerIoWatcher). Its thread inherits the
+  // caller's capabilities: the daemon calls this once its own are dropped.
+  void watch_peer_io();
+
  private:
   void publish_table();
 
@@ -71,6 +77,7 @@ class Dataplane {
   std::vector<SwitchEntry> entries_;
   Tunables tunables_;
   std::uint32_t next_port_id_ = 1;
+  std::unique_ptr<PeerIoWatcher> watcher_;
 };
 
 }  // namespace xdpvhost::dataplane

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -13,6 +14,7 @@
 #include "net/ethernet.hpp"
 #include "net/gso_segmenter.hpp"
 #include "sys/log_rate.hpp"
+#include "sys/peer_io_watch.hpp"
 #include "virtio/features.hpp"
 #include "virtio/net_header.hpp"
 
@@ -25,9 +27,14 @@ using Direction = virtio::SplitQueue::Direction;
 
 namespace {
 
-void signal_eventfd(const sys::UniqueFd& fd) noexcept {
+// Adds one to a peer's eventfd (call or err). False if the write slept
+// until it was interrupted (sys::PeerIoWatch): the frontend cleared the
+// eventfd's O_NONBLOCK and filled its counter. A full counter on a
+// non-blocking eventfd (EAGAIN) is the frontend's own loss of an interrupt.
+bool signal_eventfd(const sys::UniqueFd& fd) noexcept {
   const std::uint64_t one = 1;
-  [[maybe_unused]] auto n = ::write(fd.get(), &one, sizeof one);
+  const sys::PeerIoWatch::Call call;
+  return !(::write(fd.get(), &one, sizeof one) < 0 && errno == EINTR);
 }
 
 // Sequential writer over the writable spans of several chains.
@@ -214,8 +221,18 @@ void GuestPort::report_broken(Queue& q, std::uint32_t vring) {
         "port {}: vring {} broken ({}); it stays stopped until the guest resets the "
         "device (queue error #{})",
         name(), vring, virtio::to_string(error), counters().queue_errors.get());
-  if (q.err.valid()) signal_eventfd(q.err);
+  if (q.err.valid()) (void)signal_eventfd(q.err);  // blocked: it is broken already
   wait_fds_changed();
+}
+
+void GuestPort::eventfd_blocked(Queue& q) {
+  q.ring.refuse(virtio::QueueError::kEventfdBlocks);
+  report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
+}
+
+void GuestPort::peer_fd_blocked(int fd) {
+  for (auto& q : queues_)
+    if (q.kick.valid() && q.kick.get() == fd) eventfd_blocked(q);
 }
 
 // ---- guest TX -----------------------------------------------------------------
@@ -609,7 +626,10 @@ void GuestPort::flush(Queue& q) noexcept {
   q.ring.publish_used();
   if (q.ring.should_signal()) {
     if (q.call.valid()) {
-      signal_eventfd(q.call);
+      if (!signal_eventfd(q.call)) [[unlikely]] {
+        eventfd_blocked(q);
+        return;
+      }
       counters().interrupts.add();
     }
   } else {

@@ -122,6 +122,7 @@ class GuestPort final : public Port {
   bool prepare_sleep() override;
   void after_wake() override;
   void wait_fds(std::vector<WaitFd>& out, bool& needs_timer) override;
+  void peer_fd_blocked(int fd) override;
 
  private:
   struct Queue {
@@ -172,6 +173,8 @@ class GuestPort final : public Port {
   Queue* pick_rx_queue(const Frame& frame) noexcept;
   void flush(Queue& q) noexcept;
   void report_broken(Queue& q, std::uint32_t vring);
+  // A syscall on one of the queue's eventfds slept: the queue breaks.
+  void eventfd_blocked(Queue& q);
   void refresh_queue_lists();
 
   Options options_;

@@ -72,6 +72,10 @@ class Port {
   virtual void after_wake() = 0;
   // What to sleep on; `needs_timer` if some ring can only be polled.
   virtual void wait_fds(std::vector<WaitFd>& out, bool& needs_timer) = 0;
+  // A read of `fd`, one of its wait fds that a peer holds too, slept until
+  // it was interrupted (sys::PeerIoWatch): the peer cleared its O_NONBLOCK.
+  // The port stops using it.
+  virtual void peer_fd_blocked(int /*fd*/) {}
   // Periodic housekeeping on the owning thread (about every 100 ms), for
   // ports that ask for it.
   virtual bool wants_housekeeping() const noexcept { return false; }

@@ -115,6 +115,7 @@ void ServiceThread::run() {
     if (::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) != 0)
       spdlog::warn("service thread {}: cannot pin to cpu {}", index_, *cpu_);
   }
+  peer_io_.bind_to_current_thread();
   state_.store(State::kBusy, std::memory_order_relaxed);
   std::uint64_t idle_since = 0;
   std::uint64_t last_housekeeping = monotonic_ns();
@@ -256,9 +257,17 @@ void ServiceThread::sleep() {
         } else if (w == &kDoorbellMarker) {
           doorbell_.drain();
         } else if (w->is_kick) {
+          // The peer may have drained it since, and made it blocking.
           std::uint64_t value = 0;
-          if (::read(w->fd, &value, sizeof value) == sizeof value)
+          ssize_t n = 0;
+          {
+            const sys::PeerIoWatch::Call call;
+            n = ::read(w->fd, &value, sizeof value);
+          }
+          if (n == sizeof value)
             w->port->counters().kicks.add(value);
+          else if (n < 0 && errno == EINTR)
+            w->port->peer_fd_blocked(w->fd);
         }
       }
     }

@@ -33,6 +33,7 @@
 #include "dataplane/tunables.hpp"
 #include "sys/cpu_budget.hpp"
 #include "sys/event_fd.hpp"
+#include "sys/peer_io_watch.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace xdpvhost::dataplane {
@@ -65,8 +66,9 @@ class ServiceThread {
   // How long the control side waits for a command. A thread that has not
   // run one by then is declared stalled: reported (status, /healthz), its
   // ports failed, and every later call returns at once. Nothing the peers
-  // control can stall a thread (eventfds only, non-blocking; guest memory
-  // guarded against SIGBUS), so this is the last line, not the plan.
+  // control can stall a thread (eventfds only, non-blocking, and a syscall a
+  // peer made sleep anyway is interrupted: peer_io(); guest memory guarded
+  // against SIGBUS), so this is the last line, not the plan.
   static constexpr std::chrono::milliseconds kCallDeadline{5000};
 
   // Runs `fn` on the service thread between bursts and returns its result,
@@ -101,6 +103,9 @@ class ServiceThread {
     return R();
   }
   bool stalled() const noexcept { return stalled_.load(std::memory_order_relaxed); }
+  // Its syscalls on peers' fds, for the watcher that interrupts one that
+  // sleeps (Dataplane's PeerIoWatcher).
+  sys::PeerIoWatch& peer_io() noexcept { return peer_io_; }
 
   // What status and the metrics call the thread's state: busy (the last
   // burst found work), polling (busy polling), sleeping (in epoll), stalled
@@ -159,6 +164,7 @@ class ServiceThread {
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> stalled_{false};
+  sys::PeerIoWatch peer_io_;
   std::thread thread_;
 
   std::vector<Port*> ports_;

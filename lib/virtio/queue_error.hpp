@@ -28,6 +28,7 @@ enum class QueueError : std::uint8_t {
   kMemoryTruncated,        // the guest memory's file was cut short under its mapping
   kLogOutOfRange,   // a write to log lies beyond the dirty log (or the used ring's log address)
   kBeyondAnyFrame,  // a transmit chain longer than the longest frame a device may be sent
+  kEventfdBlocks,   // its kick, call or err eventfd slept: the frontend cleared O_NONBLOCK
   kCount
 };
 
@@ -75,6 +76,8 @@ constexpr const char* to_string(QueueError e) {
       return "log_out_of_range";
     case QueueError::kBeyondAnyFrame:
       return "beyond_any_frame";
+    case QueueError::kEventfdBlocks:
+      return "eventfd_blocks";
     case QueueError::kCount:
       break;
   }

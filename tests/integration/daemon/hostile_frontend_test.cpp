@@ -116,6 +116,31 @@ TEST_F(HostileFrontend, ABlockingPipeAsCallFdIsRefused) {
   expect_bystanders_served("after frames for a port with a refused call fd");
 }
 
+TEST_F(HostileFrontend, ACallEventfdMadeBlockingAgainBreaksOnlyThatQueue) {
+  auto evil = connect_receiving_guest("evil");
+  // The daemon set O_NONBLOCK on the call eventfd it was given, but the flag
+  // belongs to the file both hold: the frontend clears it and fills the
+  // counter, so that the daemon's next interrupt write sleeps until someone
+  // reads -- and nobody will. Without the interruption, the service thread of
+  // all three ports would sleep in that write for good.
+  const int call = evil->rx_queue().call_fd().get();
+  const int flags = ::fcntl(call, F_GETFL);
+  ASSERT_GE(flags, 0);
+  ASSERT_EQ(::fcntl(call, F_SETFL, flags & ~O_NONBLOCK), 0);
+  const std::uint64_t full = 0xfffffffffffffffe;
+  ASSERT_EQ(::write(call, &full, sizeof full), static_cast<ssize_t>(sizeof full));
+  ASSERT_TRUE(send_frames(*a_, {numbered_frame(kMacEvil, kMacA, 1)}));
+  ASSERT_TRUE(wait_until([&] {
+    auto q = queue_of("evil", 0);
+    return q.is_object() && q.value("state", "") == "broken";
+  })) << port_get("evil").dump();
+  EXPECT_EQ(queue_of("evil", 0).value("error", ""), "eventfd_blocks");
+  expect_bystanders_served("after a call eventfd made blocking");
+  EXPECT_NE(rpc().call("status").at("threads")[0].value("state", ""), "stalled");
+  // Its counter is still full: the frontend's own drain does not sleep.
+  ASSERT_EQ(::fcntl(call, F_SETFL, flags), 0);
+}
+
 TEST_F(HostileFrontend, ReceiveChainsWithoutBytesBreakOnlyThatQueue) {
   auto evil = connect_guest("evil");
   ASSERT_TRUE(evil);

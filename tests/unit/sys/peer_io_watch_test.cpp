@@ -1,0 +1,137 @@
+// PeerIoWatch: a syscall on an fd whose peer cleared O_NONBLOCK sleeps until
+// the watcher interrupts it; calls that do not sleep are never interrupted.
+// An eventfd made blocking stands for the peer's: a read sleeps while its
+// counter is zero, a write while it is full. (No timing is asserted: the
+// checks repeat until the call returns.)
+
+#include "sys/peer_io_watch.hpp"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <thread>
+
+#include "sys/unique_fd.hpp"
+
+namespace {
+
+using xdpvhost::sys::PeerIoWatch;
+using xdpvhost::sys::UniqueFd;
+
+struct Outcome {
+  ssize_t result = 0;
+  int error = 0;
+};
+
+// Runs `io` inside a Call on a thread bound to `watch`, checks the watch
+// every 10 ms (as the daemon's watcher does every 100 ms) until it returns,
+// for at most 10 s; then `unblock` frees a thread the watch failed to.
+Outcome run_watched(PeerIoWatch& watch, const std::function<ssize_t()>& io,
+                    const std::function<void()>& unblock) {
+  PeerIoWatch::install_handler();
+  std::atomic<bool> done{false};
+  Outcome outcome;
+  std::thread worker([&] {
+    watch.bind_to_current_thread();
+    {
+      const PeerIoWatch::Call call;
+      outcome.result = io();
+      outcome.error = errno;
+    }
+    done.store(true);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done.load() && std::chrono::steady_clock::now() < give_up) {
+    watch.check();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!done.load()) unblock();
+  worker.join();
+  return outcome;
+}
+
+TEST(PeerIoWatch, AReadThatSleepsIsInterrupted) {
+  UniqueFd fd(::eventfd(0, EFD_CLOEXEC));  // blocking, counter zero
+  ASSERT_TRUE(fd.valid());
+  PeerIoWatch watch;
+  std::uint64_t value = 0;
+  const Outcome o = run_watched(
+      watch, [&] { return ::read(fd.get(), &value, sizeof value); },
+      [&] {
+        const std::uint64_t one = 1;
+        (void)::write(fd.get(), &one, sizeof one);
+      });
+  EXPECT_EQ(o.result, -1);
+  EXPECT_EQ(o.error, EINTR);
+  EXPECT_GE(watch.interrupts(), 1u);
+}
+
+TEST(PeerIoWatch, AWriteThatSleepsIsInterrupted) {
+  UniqueFd fd(::eventfd(0, EFD_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  const std::uint64_t full = 0xfffffffffffffffe;  // the largest count: one more would sleep
+  ASSERT_EQ(::write(fd.get(), &full, sizeof full), static_cast<ssize_t>(sizeof full));
+  PeerIoWatch watch;
+  const std::uint64_t one = 1;
+  const Outcome o = run_watched(
+      watch, [&] { return ::write(fd.get(), &one, sizeof one); },
+      [&] {
+        std::uint64_t value = 0;
+        (void)::read(fd.get(), &value, sizeof value);
+      });
+  EXPECT_EQ(o.result, -1);
+  EXPECT_EQ(o.error, EINTR);
+  EXPECT_GE(watch.interrupts(), 1u);
+}
+
+TEST(PeerIoWatch, TheSignalOutsideASleepingCallHarmsNothing) {
+  // What check() may send just after a call ended: calls on non-blocking fds
+  // never sleep, so the signal interrupts none of them.
+  UniqueFd fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  PeerIoWatch watch;
+  PeerIoWatch::install_handler();
+  std::atomic<bool> bound{false};
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::atomic<long> rounds{0};
+  std::thread worker([&] {
+    watch.bind_to_current_thread();
+    bound.store(true);
+    while (!stop.load()) {
+      const PeerIoWatch::Call call;
+      const std::uint64_t one = 1;
+      std::uint64_t value = 0;
+      if (::write(fd.get(), &one, sizeof one) != sizeof one) failures.fetch_add(1);
+      if (::read(fd.get(), &value, sizeof value) != sizeof value) failures.fetch_add(1);
+      rounds.fetch_add(1);
+    }
+  });
+  while (!bound.load()) std::this_thread::yield();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(::pthread_kill(worker.native_handle(), PeerIoWatch::kSignal), 0);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  stop.store(true);
+  worker.join();
+  EXPECT_GT(rounds.load(), 0);
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(PeerIoWatch, ACallOnAnUnboundThreadIsNotWatched) {
+  PeerIoWatch watch;
+  std::thread([&] {
+    const PeerIoWatch::Call call;  // no watch bound here: nothing to mark
+  }).join();
+  EXPECT_FALSE(watch.check());
+  EXPECT_FALSE(watch.check());
+}
+
+}  // namespace
