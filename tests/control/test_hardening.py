@@ -11,6 +11,7 @@ metrics listeners on 127.0.0.1:19577 and up."""
 
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -339,6 +340,13 @@ class Confinement(unittest.TestCase):
     def check_threads(self, pid, seccomp):
         tasks = os.listdir(f"/proc/{pid}/task")
         self.assertGreaterEqual(len(tasks), 2)  # the control thread and a service thread
+        names = set()
+        for task in tasks:
+            with open(f"/proc/{pid}/task/{task}/comm") as f:
+                names.add(f.read().strip())
+        # The thread that interrupts a service thread's sleeping syscall on a
+        # peer's fd runs, and is confined like the others (checked below).
+        self.assertIn("xdpvhost-watch", names)
         for task in tasks:
             st = status_fields(pid, task)
             self.assertEqual(st["Seccomp"], "2" if seccomp else "0", task)
@@ -350,8 +358,20 @@ class Confinement(unittest.TestCase):
 
     def test_every_thread_confined_after_set_up(self):
         d = workdir(self)
-        dm = daemon(self, d, {"threads": {"count": 2}}).start()
+        # Started with a low soft limit of open files: raised to the hard one.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        low = min(256, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+        try:
+            dm = daemon(self, d, {"threads": {"count": 2}}).start()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         self.check_threads(dm.proc.pid, True)
+        with open(f"/proc/{dm.proc.pid}/limits") as f:
+            limit = [l.split() for l in f if l.startswith("Max open files")][0]
+        expected = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+        self.assertEqual(limit[3:5], [expected, expected])
+        self.assertIn(f"open files limit {hard} (raised from {low})", dm.log_text())
         self.assertIn("capabilities kept: cap_dac_override,cap_net_admin,cap_net_raw,"
                       "cap_ipc_lock,cap_sys_admin", dm.log_text())
         self.assertIn("seccomp filter on", dm.log_text())
