@@ -179,22 +179,30 @@ TEST_F(HostileFrontend, OverlongTransmitChainsAreCutShort) {
   auto evil = connect_guest("evil");
   ASSERT_TRUE(evil);
   fe::DriverQueue& tx = evil->tx_queue();
-  // Chains of the whole ring, 16 bytes per descriptor: far beyond any frame.
+  // Chains of the whole ring, 1 KiB per descriptor: 128 KiB or more, beyond
+  // any frame (a 64 KiB IP packet and its headers). The walk stops at that
+  // limit and the queue breaks; a daemon that walked them in full would only
+  // drop each as oversize, forever, as the guest refills its ring.
   std::vector<std::uint16_t> ds;
   while (auto d = tx.take_descriptor()) ds.push_back(*d);
   ASSERT_GE(ds.size(), 128u);
-  const std::uint64_t buf = tx.allocate_table(1);  // any valid guest memory
+  const std::uint64_t buf = tx.allocate_table(64);  // 1 KiB of guest memory
   for (std::size_t i = 0; i < ds.size(); ++i) {
     auto& d = tx.descriptors()[ds[i]];
     d.addr = buf;
-    d.len = 16;
+    d.len = 1024;
     d.flags = i + 1 < ds.size() ? virtio::Descriptor::kFlagNext : 0;
     d.next = i + 1 < ds.size() ? ds[i + 1] : 0;
   }
   for (int i = 0; i < 64; ++i) tx.push_avail_raw(ds[0]);
   tx.notify();
-  ASSERT_TRUE(wait_until([&] { return drops("evil", "oversize") >= 1; })) << stats("evil").dump();
-  expect_bystanders_served("while overlong transmit chains are refused");
+  ASSERT_TRUE(wait_until([&] {
+    auto q = queue_of("evil", 1);
+    return q.is_object() && q.value("state", "") == "broken";
+  })) << port_get("evil").dump();
+  EXPECT_EQ(queue_of("evil", 1).value("error", ""), "beyond_any_frame");
+  EXPECT_GE(drops("evil", "oversize"), 1u) << stats("evil").dump();
+  expect_bystanders_served("after overlong transmit chains");
 }
 
 TEST_F(HostileFrontend, TruncatedGuestMemoryBreaksOnlyThatPort) {
