@@ -113,6 +113,13 @@ class Metrics(unittest.TestCase):
             self.assertIn("no_rx_buffer", reasons)
             self.assertEqual(len(reasons), len(set(reasons)))
         self.assertEqual(families["xdpvhost_uplink_info"]["samples"], [])  # no uplinks here
+        # The metrics listener answers anybody who reaches it: no sample
+        # carries a port's socket path (a VM's claim directory).
+        for name, fam in families.items():
+            for _, labels, _ in fam["samples"]:
+                self.assertNotIn("socket", labels, name)
+                for value in labels.values():
+                    self.assertNotIn(self.dir, value, name)
 
     def test_http_behaviour(self):
         status, _, body = http_get("/nothing")
