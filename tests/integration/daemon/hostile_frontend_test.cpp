@@ -91,6 +91,15 @@ class HostileFrontend : public DaemonTest {
               << std::chrono::duration<double, std::milli>(t1 - t0).count() << " ms, status "
               << std::chrono::duration<double, std::milli>(t2 - t1).count() << " ms\n";
   }
+  // Waits for `vring` of port evil to be reported broken; its error then.
+  std::string evil_queue_broken(std::uint32_t vring) {
+    const bool broken = wait_until([&] {
+      auto q = queue_of("evil", vring);
+      return q.is_object() && q.value("state", "") == "broken";
+    });
+    EXPECT_TRUE(broken) << port_get("evil").dump();
+    return broken ? queue_of("evil", vring).value("error", "") : "";
+  }
   std::unique_ptr<fe::Frontend> a_, b_;
   std::uint32_t seq_ = 0;
 };
@@ -131,11 +140,7 @@ TEST_F(HostileFrontend, ACallEventfdMadeBlockingAgainBreaksOnlyThatQueue) {
   const std::uint64_t full = 0xfffffffffffffffe;
   ASSERT_EQ(::write(call, &full, sizeof full), static_cast<ssize_t>(sizeof full));
   ASSERT_TRUE(send_frames(*a_, {numbered_frame(kMacEvil, kMacA, 1)}));
-  ASSERT_TRUE(wait_until([&] {
-    auto q = queue_of("evil", 0);
-    return q.is_object() && q.value("state", "") == "broken";
-  })) << port_get("evil").dump();
-  EXPECT_EQ(queue_of("evil", 0).value("error", ""), "eventfd_blocks");
+  EXPECT_EQ(evil_queue_broken(0), "eventfd_blocks");
   expect_bystanders_served("after a call eventfd made blocking");
   EXPECT_NE(rpc().call("status").at("threads")[0].value("state", ""), "stalled");
   // Its counter is still full: the frontend's own drain does not sleep.
@@ -149,11 +154,7 @@ TEST_F(HostileFrontend, ReceiveChainsWithoutBytesBreakOnlyThatQueue) {
   // descriptors: walked in full for nothing, on every attempt, unless refused.
   post_empty_indirect_chains(evil->rx_queue(), 0);
   ASSERT_TRUE(send_frames(*a_, {numbered_frame(kMacEvil, kMacA, 1)}));
-  ASSERT_TRUE(wait_until([&] {
-    auto q = queue_of("evil", 0);
-    return q.is_object() && q.value("state", "") == "broken";
-  })) << port_get("evil").dump();
-  EXPECT_EQ(queue_of("evil", 0).value("error", ""), "empty_chain");
+  EXPECT_EQ(evil_queue_broken(0), "empty_chain");
   expect_bystanders_served("after an empty receive chain");
 }
 
@@ -196,11 +197,7 @@ TEST_F(HostileFrontend, OverlongTransmitChainsAreCutShort) {
   }
   for (int i = 0; i < 64; ++i) tx.push_avail_raw(ds[0]);
   tx.notify();
-  ASSERT_TRUE(wait_until([&] {
-    auto q = queue_of("evil", 1);
-    return q.is_object() && q.value("state", "") == "broken";
-  })) << port_get("evil").dump();
-  EXPECT_EQ(queue_of("evil", 1).value("error", ""), "beyond_any_frame");
+  EXPECT_EQ(evil_queue_broken(1), "beyond_any_frame");
   EXPECT_GE(drops("evil", "oversize"), 1u) << stats("evil").dump();
   expect_bystanders_served("after overlong transmit chains");
 }
