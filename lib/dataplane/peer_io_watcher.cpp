@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sys/log_rate.hpp"
+
 namespace xdpvhost::dataplane {
 
 PeerIoWatcher::PeerIoWatcher(std::vector<sys::PeerIoWatch*> watches)
@@ -26,11 +28,11 @@ void PeerIoWatcher::run() {
   std::unique_lock lock(mutex_);
   while (!stop_wanted_.wait_for(lock, kInterval, [this] { return stop_; })) {
     for (std::size_t i = 0; i < watches_.size(); ++i)
-      if (watches_[i]->check())
+      if (watches_[i]->check() && sys::worth_logging(watches_[i]->interrupts()))
         spdlog::warn(
             "service thread {}: a syscall on a peer's fd slept for over {} ms (the peer cleared "
-            "O_NONBLOCK); interrupted, that queue breaks",
-            i, kInterval.count());
+            "O_NONBLOCK); interrupted, that queue breaks (#{})",
+            i, kInterval.count(), watches_[i]->interrupts());
   }
 }
 
