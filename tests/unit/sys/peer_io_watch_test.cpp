@@ -115,23 +115,14 @@ TEST(PeerIoWatch, TheSignalOutsideASleepingCallHarmsNothing) {
     }
   });
   while (!bound.load()) std::this_thread::yield();
-  for (int i = 0; i < 200; ++i) {
-    ASSERT_EQ(::pthread_kill(worker.native_handle(), PeerIoWatch::kSignal), 0);
+  int sent = 0;
+  for (; sent < 200 && ::pthread_kill(worker.native_handle(), PeerIoWatch::kSignal) == 0; ++sent)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
   stop.store(true);
   worker.join();
+  EXPECT_EQ(sent, 200);
   EXPECT_GT(rounds.load(), 0);
   EXPECT_EQ(failures.load(), 0);
-}
-
-TEST(PeerIoWatch, ACallOnAnUnboundThreadIsNotWatched) {
-  PeerIoWatch watch;
-  std::thread([&] {
-    const PeerIoWatch::Call call;  // no watch bound here: nothing to mark
-  }).join();
-  EXPECT_FALSE(watch.check());
-  EXPECT_FALSE(watch.check());
 }
 
 }  // namespace
