@@ -81,6 +81,18 @@ bool Device::reply_ack_negotiated() const noexcept {
   return (acked_protocol_features_ & bit(ProtocolFeature::kReplyAck)) != 0;
 }
 
+bool Device::log_shmfd_negotiated() const noexcept {
+  return (acked_protocol_features_ & bit(ProtocolFeature::kLogShmfd)) != 0;
+}
+
+bool Device::waits_for_reply(const MessageSpec& spec) const noexcept {
+  // SET_LOG_BASE is answered only under LOG_SHMFD: a frontend without it
+  // reads no reply, and one it did not wait for would answer its next
+  // request instead.
+  if (spec.reply_bytes == kReplyEmpty) return log_shmfd_negotiated();
+  return spec.reply_bytes != kReplyNone;
+}
+
 bool Device::logging() const noexcept {
   return virtio::has(acked_features_, Feature::kLogAll) && log_ != nullptr;
 }
@@ -93,7 +105,7 @@ Outcome Device::handle(Message& message) {
     outcome = Outcome::failure(why);
   else
     outcome = (this->*spec->handler)(message);
-  if (!outcome.ok && !outcome.disconnect && spec->reply_bytes != kReplyNone) {
+  if (!outcome.ok && !outcome.disconnect && waits_for_reply(*spec)) {
     // The frontend waits for this reply whatever happens: answer zeros
     // (unless the connection is closed instead).
     outcome.kind = Outcome::Kind::kReply;
@@ -223,10 +235,14 @@ Outcome Device::on_set_mem_table(Message& m) {
 // ---- live migration: the dirty log, announcing the move ---------------------
 
 Outcome Device::on_set_log_base(Message& m) {
+  // The log is shared memory only with LOG_SHMFD (the fd checked against
+  // the table's one-fd rule); without it QEMU blocks migration anyway.
+  if (!log_shmfd_negotiated())
+    return Outcome::failure("SET_LOG_BASE: protocol feature LOG_SHMFD not negotiated");
   const auto d = m.as<LogDescription>();
   std::string error;
   auto log = virtio::DirtyLog::map(m.take_fd(0), d.mmap_size, d.mmap_offset, error);
-  // The frontend waits for an empty reply (LOG_SHMFD) whatever happens.
+  // The frontend waits for an empty reply whatever happens.
   Outcome outcome;
   outcome.kind = Outcome::Kind::kReply;
   if (log == nullptr) {

@@ -23,6 +23,8 @@ struct DeviceOptions {
   bool offer_tso = true;          // segmentation offload, both ways (needs offer_csum)
 };
 
+struct MessageSpec;
+
 class Device {
  public:
   // The most queue pairs a port offers (GET_QUEUE_NUM with the MQ protocol
@@ -108,6 +110,9 @@ class Device {
   Outcome on_unsupported(Message&);
 
  private:
+  bool log_shmfd_negotiated() const noexcept;
+  // The frontend waits for a reply of the request's own, even to a refusal.
+  bool waits_for_reply(const MessageSpec& spec) const noexcept;
   Vring* vring_from_state(const Message& m, std::string& error);
   Vring* vring_from_fd_message(Message& m, sys::UniqueFd& fd, std::string& error);
   bool should_run(std::uint32_t index) const noexcept;

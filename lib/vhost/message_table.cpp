@@ -19,8 +19,8 @@ constexpr std::array kTable = {
     MessageSpec{R::kResetOwner, "RESET_OWNER", P::kAny, F::kNone, &D::on_reset_owner},
     MessageSpec{R::kSetMemTable, "SET_MEM_TABLE", P::kMemoryTable, F::kOnePerRegion,
                 &D::on_set_mem_table},
-    // Answered with an empty reply, refused or not: the frontend waits for
-    // it (LOG_SHMFD).
+    // Answered with an empty reply, refused or not, once LOG_SHMFD is
+    // negotiated: the frontend then waits for it.
     MessageSpec{R::kSetLogBase, "SET_LOG_BASE", P::kLog, F::kOne, &D::on_set_log_base, kReplyEmpty},
     MessageSpec{R::kSetLogFd, "SET_LOG_FD", P::kAny, F::kOne, &D::on_set_log_fd},
     MessageSpec{R::kSetVringNum, "SET_VRING_NUM", P::kVringState, F::kNone, &D::on_set_vring_num},

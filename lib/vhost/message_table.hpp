@@ -31,7 +31,8 @@ enum class FdRule : std::uint8_t {
 // even refused, they are answered, or the frontend would block forever.
 inline constexpr std::uint32_t kReplyNone = 0;
 inline constexpr std::uint32_t kReplySameSizeAsRequest = 0xffffffff;
-inline constexpr std::uint32_t kReplyEmpty = 0xfffffffe;  // a header without payload (SET_LOG_BASE)
+// A header without payload (SET_LOG_BASE, under LOG_SHMFD only).
+inline constexpr std::uint32_t kReplyEmpty = 0xfffffffe;
 
 struct MessageSpec {
   Request request;

@@ -85,6 +85,10 @@ struct DeviceTest : ::testing::Test {
     auto o = send(std::move(m));
     ASSERT_TRUE(o.ok) << o.error;
   }
+  // The dirty log is shared memory only under LOG_SHMFD, as QEMU migrates.
+  void log_shmfd() {
+    ASSERT_TRUE(send(u64(Request::kSetProtocolFeatures, bit(ProtocolFeature::kLogShmfd))).ok);
+  }
   void ring(std::uint32_t index, bool kick = true) {
     ASSERT_TRUE(send(state(Request::kSetVringNum, index, 256)).ok);
     ASSERT_TRUE(send(state(Request::kSetVringBase, index, 0)).ok);
@@ -462,6 +466,7 @@ TEST_F(DeviceTest, OffersLiveMigration) {
 }
 
 TEST_F(DeviceTest, SetLogBaseMapsTheLogAndRepliesWithAnEmptyPayload) {
+  log_shmfd();
   LogFile log;
   ASSERT_GE(log.fd, 0);
   auto o = send(log.set_log_base(4096, 0));
@@ -474,6 +479,7 @@ TEST_F(DeviceTest, SetLogBaseMapsTheLogAndRepliesWithAnEmptyPayload) {
 }
 
 TEST_F(DeviceTest, RefusedSetLogBaseIsStillAnsweredEmpty) {
+  log_shmfd();
   LogDescription d{4096, 0};
   auto o = send(make(Request::kSetLogBase, &d, sizeof d));  // no fd
   EXPECT_FALSE(o.ok);
@@ -487,7 +493,24 @@ TEST_F(DeviceTest, RefusedSetLogBaseIsStillAnsweredEmpty) {
   EXPECT_EQ(device.log(), nullptr);
 }
 
+TEST_F(DeviceTest, SetLogBaseWithoutLogShmfdIsRefusedAndNotAnswered) {
+  // A frontend without LOG_SHMFD reads no reply to SET_LOG_BASE: one sent
+  // anyway would be taken as the answer to its next request.
+  LogFile log;
+  ASSERT_GE(log.fd, 0);
+  auto o = send(log.set_log_base());
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("LOG_SHMFD"), std::string::npos) << o.error;
+  EXPECT_EQ(o.kind, Outcome::Kind::kAck);
+  EXPECT_EQ(device.log(), nullptr);
+  LogDescription d{4096, 0};
+  o = send(make(Request::kSetLogBase, &d, sizeof d));  // as QEMU sends it then: no fd
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.kind, Outcome::Kind::kAck);
+}
+
 TEST_F(DeviceTest, LogAllHandsTheLogToRunningRingsAndTheLogFlagTheUsedRingAddress) {
+  log_shmfd();
   negotiate(virtio::bit(Feature::kVersion1));
   mem_table();
   ring(0);
@@ -516,6 +539,7 @@ TEST_F(DeviceTest, LogAllHandsTheLogToRunningRingsAndTheLogFlagTheUsedRingAddres
 }
 
 TEST_F(DeviceTest, WithLogAllButNoUsableLogRingsStayStopped) {
+  log_shmfd();
   negotiate(virtio::bit(Feature::kVersion1));
   mem_table();
   ring(0);
@@ -532,6 +556,7 @@ TEST_F(DeviceTest, WithLogAllButNoUsableLogRingsStayStopped) {
 }
 
 TEST_F(DeviceTest, ANewLogWhileLoggingReplacesTheOldOneOnRunningRings) {
+  log_shmfd();
   negotiate(virtio::bit(Feature::kVersion1));
   mem_table();
   ring(1);
