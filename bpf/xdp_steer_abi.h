@@ -18,9 +18,17 @@
 #define XDP_STEER_MAP_XSKS "xsks_map"
 #define XDP_STEER_MAP_CONFIG "config"
 #define XDP_STEER_MAP_STATS "stats"
+#define XDP_STEER_MAP_WIRE_SOURCES "wire_sources"
 
 #define XDP_STEER_MAX_GUEST_MACS 4096
 #define XDP_STEER_MAX_QUEUES 256
+/* Source MACs remembered from the wire (least recently seen evicted first). */
+#define XDP_STEER_MAX_WIRE_SOURCES 16384
+/* A remembered source's time is refreshed at most this often (ns). */
+#define XDP_STEER_WIRE_SOURCE_REFRESH_NS 1000000000ULL
+/* Of the frames steered to guests, one in this many per CPU has its source
+ * remembered (every other frame's source is). A power of two. */
+#define XDP_STEER_WIRE_SOURCE_SAMPLE 16
 
 /* guest_macs key: the 6 address bytes, then 2 zero bytes (hash keys are
  * compared bytewise, so the padding must always be zero). */
@@ -34,6 +42,12 @@ struct xdp_steer_mac_value {
   __u32 flags;
   __u32 reserved;
 };
+
+/* wire_sources: key as guest_macs (the source address); value: when a frame
+ * from it last arrived, bpf_ktime_get_coarse_ns() (CLOCK_MONOTONIC_COARSE),
+ * refreshed at most every XDP_STEER_WIRE_SOURCE_REFRESH_NS. The daemon never
+ * lets a guest learn a MAC seen here recently: it belongs to someone on the
+ * LAN (its gateway, say). */
 
 /* config map: one entry at index 0. */
 struct xdp_steer_config {

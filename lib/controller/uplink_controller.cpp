@@ -481,6 +481,18 @@ nic::XdpSteerStats UplinkController::program_stats() const {
   return total;
 }
 
+std::optional<std::string> UplinkController::node_interface_with(
+    const net::MacAddress& mac) const {
+  return monitor_ ? monitor_->interface_with(mac) : std::nullopt;
+}
+
+std::optional<std::chrono::nanoseconds> UplinkController::wire_source_age(
+    const net::MacAddress& mac) const {
+  std::chrono::nanoseconds age{};
+  if (!program_ || program_->wire_source_age(mac, age) != 0) return std::nullopt;
+  return age;
+}
+
 std::string UplinkController::filter_report() const {
   if (!filter_) return {};
   if (filter_->promiscuous()) return "promiscuous";

@@ -102,6 +102,15 @@ class UplinkController {
   // Whether a guest of this MTU fits; `why` names the limit if not.
   bool admits_mtu(std::uint32_t mtu, std::string& why) const;
 
+  // What a MAC is known to be outside the guests (port security: no guest
+  // learns it). The node's interface (in the daemon's network namespace,
+  // the uplink's own included) that has `mac` as its address, if any:
+  std::optional<std::string> node_interface_with(const net::MacAddress& mac) const;
+  // How long ago a frame from `mac` arrived on this uplink's interface, as
+  // the XDP program remembers sources; nullopt when it does not (or no
+  // program is attached).
+  std::optional<std::chrono::nanoseconds> wire_source_age(const net::MacAddress& mac) const;
+
  private:
   bool setup(std::string& error);
   void teardown();

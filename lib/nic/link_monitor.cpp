@@ -15,9 +15,13 @@ namespace xdpvhost::nic {
 
 namespace {
 
-int ifname_attr_cb(const nlattr* attr, void* data) {
-  if (mnl_attr_get_type(attr) == IFLA_IFNAME && mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) >= 0) {
-    *static_cast<std::string*>(data) = mnl_attr_get_str(attr);
+int link_attr_cb(const nlattr* attr, void* data) {
+  auto& out = *static_cast<LinkMessage*>(data);
+  const auto type = mnl_attr_get_type(attr);
+  if (type == IFLA_IFNAME && mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) >= 0) {
+    out.ifname = mnl_attr_get_str(attr);
+  } else if (type == IFLA_ADDRESS && mnl_attr_get_payload_len(attr) == 6) {
+    out.address = net::MacAddress::from(static_cast<const std::uint8_t*>(mnl_attr_get_payload(attr)));
   }
   return MNL_CB_OK;
 }
@@ -32,7 +36,7 @@ bool parse_link_message(const nlmsghdr* nlh, LinkMessage& out) {
   out.deleted = nlh->nlmsg_type == RTM_DELLINK;
   out.ifindex = ifi->ifi_index;
   out.flags = ifi->ifi_flags;
-  if (mnl_attr_parse(nlh, sizeof(ifinfomsg), ifname_attr_cb, &out.ifname) < 0) return false;
+  if (mnl_attr_parse(nlh, sizeof(ifinfomsg), link_attr_cb, &out) < 0) return false;
   return out.ifindex > 0;
 }
 

@@ -10,6 +10,7 @@
 // the network namespace current at open(). Control thread only.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ class LinkMonitor {
   // Last known state of ifname; false if the monitor does not know it.
   bool lookup(const std::string& ifname, LinkEvent& out) const {
     return table_.lookup(ifname, out);
+  }
+  // The interface (in this namespace) whose hardware address is `mac`.
+  std::optional<std::string> interface_with(const net::MacAddress& mac) const {
+    return table_.interface_with(mac);
   }
 
  private:

@@ -48,11 +48,12 @@ void LinkStateTable::apply(const LinkMessage& msg, std::vector<LinkEvent>& out) 
     return;
   }
   if (it == links_.end()) {
-    links_[msg.ifindex] = State{msg.ifname, msg.flags};
+    links_[msg.ifindex] = State{msg.ifname, msg.flags, msg.address};
     out.push_back(make_event(LinkEvent::Kind::kAdded, msg.ifindex, msg.ifname, msg.flags));
     return;
   }
   State& state = it->second;
+  if (msg.address) state.address = msg.address;  // `ip link set X address ...`
   if (!msg.ifname.empty() && msg.ifname != state.ifname) {
     state.ifname = msg.ifname;
     out.push_back(make_event(LinkEvent::Kind::kRenamed, msg.ifindex, state.ifname, msg.flags));
@@ -85,6 +86,12 @@ bool LinkStateTable::lookup(const std::string& ifname, LinkEvent& out) const {
     }
   }
   return false;
+}
+
+std::optional<std::string> LinkStateTable::interface_with(const net::MacAddress& mac) const {
+  for (const auto& [ifindex, state] : links_)
+    if (state.address == mac) return state.ifname;
+  return std::nullopt;
 }
 
 }  // namespace xdpvhost::nic

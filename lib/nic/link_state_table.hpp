@@ -4,10 +4,13 @@
 // LinkMonitor; no syscalls.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "net/mac_address.hpp"
 
 namespace xdpvhost::nic {
 
@@ -34,6 +37,7 @@ struct LinkMessage {
   int ifindex = 0;
   std::string ifname;  // may be empty (e.g. in some RTM_DELLINK messages)
   unsigned flags = 0;
+  std::optional<net::MacAddress> address;  // IFLA_ADDRESS, when it is an Ethernet one
 };
 
 class LinkStateTable {
@@ -44,12 +48,15 @@ class LinkStateTable {
   void forget_missing(const std::unordered_set<int>& present, std::vector<LinkEvent>& out);
   // Current state of ifname (kind kAdded); false if unknown.
   bool lookup(const std::string& ifname, LinkEvent& out) const;
+  // The name of an interface whose hardware address is `mac`, if any.
+  std::optional<std::string> interface_with(const net::MacAddress& mac) const;
   std::size_t size() const noexcept { return links_.size(); }
 
  private:
   struct State {
     std::string ifname;
     unsigned flags = 0;
+    std::optional<net::MacAddress> address;
   };
   std::unordered_map<int, State> links_;
 };

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "xdp_steer_abi.h"
@@ -221,11 +222,12 @@ std::unique_ptr<XdpProgram> XdpProgram::attach(const std::string& ifname,
   self->xsks_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_XSKS);
   self->config_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_CONFIG);
   self->stats_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_STATS);
+  self->wire_sources_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_WIRE_SOURCES);
   if (self->guest_macs_fd_ < 0 || self->xsks_fd_ < 0 || self->config_fd_ < 0 ||
-      self->stats_fd_ < 0) {
+      self->stats_fd_ < 0 || self->wire_sources_fd_ < 0) {
     error = "xdp: " + path +
             " lacks one of the maps " XDP_STEER_MAP_GUEST_MACS ", " XDP_STEER_MAP_XSKS
-            ", " XDP_STEER_MAP_CONFIG ", " XDP_STEER_MAP_STATS;
+            ", " XDP_STEER_MAP_CONFIG ", " XDP_STEER_MAP_STATS ", " XDP_STEER_MAP_WIRE_SOURCES;
     return nullptr;  // destructor detaches
   }
   if (const int cerr = self->update_config(); cerr != 0) {
@@ -318,6 +320,21 @@ int XdpProgram::read_stats(XdpSteerStats& out) const noexcept {
   out.oversize_dropped = sums[XDP_STEER_STAT_OVERSIZE_DROPPED];
   out.malformed = sums[XDP_STEER_STAT_MALFORMED];
   out.bypassed = sums[XDP_STEER_STAT_BYPASSED];
+  return 0;
+}
+
+int XdpProgram::wire_source_age(const net::MacAddress& mac,
+                                std::chrono::nanoseconds& age) const noexcept {
+  xdp_steer_mac_key key{};
+  std::memcpy(key.addr, mac.data(), mac.bytes.size());
+  std::uint64_t seen = 0;
+  if (const int err = bpf_map_lookup_elem(wire_sources_fd_, &key, &seen); err != 0) return err;
+  // The program's clock: bpf_ktime_get_coarse_ns(), CLOCK_MONOTONIC_COARSE.
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  const std::uint64_t now_ns = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u +
+                               static_cast<std::uint64_t>(now.tv_nsec);
+  age = std::chrono::nanoseconds(now_ns > seen ? now_ns - seen : 0);
   return 0;
 }
 

@@ -25,6 +25,7 @@
 // program sees each update atomically per entry); attach/detach belong to
 // the control thread.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -129,6 +130,11 @@ class XdpProgram {
   int register_socket(std::uint32_t queue_id, int xsk_fd) noexcept;
   int unregister_socket(std::uint32_t queue_id) noexcept;
   int read_stats(XdpSteerStats& out) const noexcept;
+  // How long ago a frame from `mac` last arrived on the interface, as the
+  // program remembers sources (bpf/README.md: to within a second; sources
+  // of frames steered to guests are sampled). 0, or -ENOENT when it is not
+  // remembered (never seen, or evicted by newer ones), or -errno.
+  int wire_source_age(const net::MacAddress& mac, std::chrono::nanoseconds& age) const noexcept;
 
   // Whether the program is still on its interface: someone else may have
   // detached it (ip link set dev X xdp off). True when it cannot be told.
@@ -164,6 +170,7 @@ class XdpProgram {
   int xsks_fd_ = -1;
   int config_fd_ = -1;
   int stats_fd_ = -1;
+  int wire_sources_fd_ = -1;
   std::uint32_t max_frame_len_ = 0;
   std::uint32_t config_flags_ = 0;
 };

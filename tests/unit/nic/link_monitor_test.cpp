@@ -20,7 +20,8 @@ struct Message {
   nlmsghdr* nlh = nullptr;
 };
 
-Message link_message(std::uint16_t type, int ifindex, unsigned flags, const char* name) {
+Message link_message(std::uint16_t type, int ifindex, unsigned flags, const char* name,
+                     const char* address = nullptr) {
   Message m;
   m.nlh = mnl_nlmsg_put_header(m.buf.data());
   m.nlh->nlmsg_type = type;
@@ -29,6 +30,10 @@ Message link_message(std::uint16_t type, int ifindex, unsigned flags, const char
   ifi->ifi_index = ifindex;
   ifi->ifi_flags = flags;
   if (name != nullptr) mnl_attr_put_strz(m.nlh, IFLA_IFNAME, name);
+  if (address != nullptr) {
+    const auto mac = net::MacAddress::parse(address);
+    mnl_attr_put(m.nlh, IFLA_ADDRESS, mac->bytes.size(), mac->data());
+  }
   return m;
 }
 
@@ -48,6 +53,19 @@ TEST(LinkMessage, ParsesIndexFlagsAndName) {
   EXPECT_TRUE(out.deleted);
 }
 
+TEST(LinkMessage, ParsesAnEthernetAddress) {
+  LinkMessage out;
+  const Message m = link_message(RTM_NEWLINK, 7, kUp, "eth1", "02:78:76:00:00:01");
+  ASSERT_TRUE(parse_link_message(m.nlh, out));
+  EXPECT_EQ(out.address, net::MacAddress::parse("02:78:76:00:00:01"));
+  // Another length (a tunnel's IPv4 address, say) is no MAC.
+  Message t = link_message(RTM_NEWLINK, 8, kUp, "gre1");
+  const std::uint8_t ipv4[4] = {10, 0, 0, 1};
+  mnl_attr_put(t.nlh, IFLA_ADDRESS, sizeof ipv4, ipv4);
+  ASSERT_TRUE(parse_link_message(t.nlh, out));
+  EXPECT_FALSE(out.address);
+}
+
 TEST(LinkMessage, RejectsOtherMessagesAndTruncation) {
   Message m = link_message(RTM_NEWADDR, 7, 0, "eth1");
   LinkMessage out;
@@ -59,8 +77,9 @@ TEST(LinkMessage, RejectsOtherMessagesAndTruncation) {
 
 class Transitions : public ::testing::Test {
  protected:
-  std::vector<LinkEvent> feed(std::uint16_t type, int ifindex, unsigned flags, const char* name) {
-    const Message m = link_message(type, ifindex, flags, name);
+  std::vector<LinkEvent> feed(std::uint16_t type, int ifindex, unsigned flags, const char* name,
+                              const char* address = nullptr) {
+    const Message m = link_message(type, ifindex, flags, name, address);
     LinkMessage msg;
     EXPECT_TRUE(parse_link_message(m.nlh, msg));
     std::vector<LinkEvent> out;
@@ -110,6 +129,22 @@ TEST_F(Transitions, DeleteReportsTheKnownNameOnce) {
   EXPECT_EQ(ev[0].ifname, "up0");
   EXPECT_TRUE(feed(RTM_DELLINK, 3, 0, nullptr).empty());
   EXPECT_EQ(table_.size(), 0u);
+}
+
+TEST_F(Transitions, AnInterfaceIsFoundByItsAddressWhileItHasIt) {
+  const auto a = *net::MacAddress::parse("02:78:76:00:00:01");
+  const auto b = *net::MacAddress::parse("02:78:76:00:00:09");
+  feed(RTM_NEWLINK, 3, kUp, "up0", "02:78:76:00:00:01");
+  feed(RTM_NEWLINK, 4, kUp, "up1", "02:78:76:00:00:02");
+  EXPECT_EQ(table_.interface_with(a), "up0");
+  EXPECT_FALSE(table_.interface_with(b));
+  feed(RTM_NEWLINK, 3, kUp, "up0");  // a message without the address keeps it
+  EXPECT_EQ(table_.interface_with(a), "up0");
+  feed(RTM_NEWLINK, 3, kUp, "up0", "02:78:76:00:00:09");  // ip link set up0 address ...
+  EXPECT_FALSE(table_.interface_with(a));
+  EXPECT_EQ(table_.interface_with(b), "up0");
+  feed(RTM_DELLINK, 3, 0, nullptr);
+  EXPECT_FALSE(table_.interface_with(b));
 }
 
 TEST_F(Transitions, ResyncReportsLinksThatVanished) {

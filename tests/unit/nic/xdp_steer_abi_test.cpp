@@ -21,6 +21,12 @@ TEST(XdpSteerAbi, ProgramNameFitsTheKernelsNameField) {
   EXPECT_LT(sizeof(XDP_STEER_PROG_NAME), 16u);
 }
 
+TEST(XdpSteerAbi, WireSourcesAreSampledByAPowerOfTwo) {
+  // The program keeps one in SAMPLE with a mask.
+  EXPECT_EQ(XDP_STEER_WIRE_SOURCE_SAMPLE & (XDP_STEER_WIRE_SOURCE_SAMPLE - 1), 0);
+  EXPECT_GT(XDP_STEER_WIRE_SOURCE_SAMPLE, 1);
+}
+
 TEST(XdpSteerAbi, CountersAreDense) {
   EXPECT_EQ(XDP_STEER_STAT_REDIRECTED, 0);
   EXPECT_EQ(XDP_STEER_STAT_COUNT, 7);
