@@ -137,6 +137,14 @@ Config config_from_json(const json& j) {
     for (const auto& d : *it) c.socket_dirs.push_back(d.get<std::string>());
   if (auto it = j.find("security"); it != j.end())
     c.security.seccomp = it->value("seccomp", c.security.seccomp);
+  if (auto it = j.find("mac_learning"); it != j.end()) {
+    if (auto prefixes = it->find("prefixes"); prefixes != it->end())
+      for (const auto& p : *prefixes)  // checked by check_mac_prefixes()
+        if (auto prefix = net::MacPrefix::parse(p.get<std::string>()))
+          c.mac_learning.prefixes.push_back(*prefix);
+    c.mac_learning.wire_source_age_s =
+        opt_u32(*it, "wire_source_age_s").value_or(c.mac_learning.wire_source_age_s);
+  }
   if (auto it = j.find("metrics"); it != j.end()) c.metrics.listen = it->value("listen", "");
   if (auto it = j.find("log"); it != j.end()) {
     c.log.level = parse_log_level(it->value("level", "info")).value_or(LogLevel::kInfo);
@@ -144,6 +152,22 @@ Config config_from_json(const json& j) {
   c.state_file = opt_string(j, "state_file");
   c.bpf_object = opt_string(j, "bpf_object");
   return c;
+}
+
+// A prefix of the schema's shape may still set bits past its length.
+std::optional<ConfigError> check_mac_prefixes(const json& document) {
+  const auto learning = document.find("mac_learning");
+  if (learning == document.end()) return std::nullopt;
+  const auto prefixes = learning->find("prefixes");
+  if (prefixes == learning->end()) return std::nullopt;
+  for (std::size_t i = 0; i < prefixes->size(); ++i) {
+    const auto text = (*prefixes)[i].get<std::string>();
+    if (!net::MacPrefix::parse(text))
+      return config_rules::field_error(
+          ConfigErrorKind::kInvalid, "mac_learning", "prefixes[" + std::to_string(i) + "]",
+          config_rules::json_quoted(text) + " sets bits past its length (aa:bb:cc:00:00:00/24)");
+  }
+  return std::nullopt;
 }
 
 ConfigError internal_error(const std::exception& e) {
@@ -272,6 +296,7 @@ ConfigResult<Config> parse_config(const json& document) {
   try {
     auto errors = validate(SchemaRegistry::embedded().config(), document);
     if (!errors.empty()) return config_rules::schema_error(errors);
+    if (auto e = check_mac_prefixes(document)) return std::move(*e);
     Config config = config_from_json(document);
     if (auto e = check_config(config)) return std::move(*e);
     return config;

@@ -20,6 +20,7 @@
 #include "controller/port_config.hpp"
 #include "controller/uplink_config.hpp"
 #include "dataplane/tunables.hpp"
+#include "net/mac_prefix.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -62,6 +63,15 @@ struct SecurityConfig {
   bool operator==(const SecurityConfig&) const = default;
 };
 
+// What guests of learning ports (mac_policy learn, learn-move) may take as
+// their MAC, beyond what is never theirs (another port's MAC, a node
+// interface's address).
+struct MacLearningConfig {
+  std::vector<net::MacPrefix> prefixes;   // empty: any MAC
+  std::uint32_t wire_source_age_s = 300;  // a source seen on an uplink since: not learned; 0: off
+  bool operator==(const MacLearningConfig&) const = default;
+};
+
 struct Config {
   std::vector<PortConfig> ports;
   std::vector<UplinkConfig> uplinks;
@@ -72,6 +82,7 @@ struct Config {
   LogConfig log;
   std::vector<std::string> socket_dirs;  // empty: port sockets anywhere (no symlinks)
   SecurityConfig security;
+  MacLearningConfig mac_learning;
   std::optional<std::string> state_file;
   std::optional<std::string> bpf_object;
   bool operator==(const Config&) const = default;

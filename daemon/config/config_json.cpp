@@ -96,6 +96,10 @@ json to_json(const Config& c) {
          {"log", {{"level", to_string(c.log.level)}}},
          {"socket_dirs", c.socket_dirs},
          {"security", {{"seccomp", c.security.seccomp}}}};
+  json prefixes = json::array();
+  for (const auto& p : c.mac_learning.prefixes) prefixes.push_back(p.to_string());
+  j["mac_learning"] = {{"prefixes", std::move(prefixes)},
+                       {"wire_source_age_s", c.mac_learning.wire_source_age_s}};
   if (c.state_file) j["state_file"] = *c.state_file;
   if (c.bpf_object) j["bpf_object"] = *c.bpf_object;
   return j;

@@ -71,6 +71,10 @@ json port_detail(const PortConfig& config, const Tunables& effective,
                        {"messages", session.messages},
                        {"failed_messages", session.failed_messages},
                        {"throttled", session.throttled}};
+  if (const auto& refusal = c.last_mac_refusal())
+    j["mac_refusal"] = json{{"mac", refusal->mac.to_string()},
+                            {"reason", dataplane::to_string(refusal->reason)},
+                            {"detail", refusal->why}};
   return j;
 }
 
@@ -122,6 +126,10 @@ json port_stats(const PortStatsSnapshot& s) {
     if (static_cast<net::OffloadError>(i) != net::OffloadError::none)
       refused[net::counter_name(static_cast<net::OffloadError>(i))] = s.offload_refused[i];
   j[std::string(dataplane::kOffloadRefused.name)] = std::move(refused);
+  json mac_refused = json::object();
+  for (std::size_t i = 0; i < s.mac_refused.size(); ++i)
+    mac_refused[dataplane::to_string(static_cast<dataplane::MacRefusal>(i))] = s.mac_refused[i];
+  j[std::string(dataplane::kMacRefused.name)] = std::move(mac_refused);
   json pairs = json::array();
   for (const auto& p : s.pairs) {
     json q{{"pair", p.pair}, {"thread", p.thread}};

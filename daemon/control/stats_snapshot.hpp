@@ -39,6 +39,7 @@ struct PortStatsSnapshot {
   dataplane::CounterValues<dataplane::kPortCounters.size()> counters{};
   dataplane::CounterValues<dataplane::kDropReasons> drops{};
   dataplane::CounterValues<net::kOffloadErrorCount> offload_refused{};
+  dataplane::CounterValues<dataplane::kMacRefusals> mac_refused{};
   std::vector<QueuePairStatsSnapshot> pairs;  // guest ports: one per configured pair
 
   // A guest port: the sums over its queue groups, and each pair from the
@@ -50,6 +51,7 @@ struct PortStatsSnapshot {
       add_to(s.counters, group.counters);
       add_to(s.drops, group.drops);
       add_to(s.offload_refused, group.offload_refused);
+      add_to(s.mac_refused, group.mac_refused);
     }
     const std::uint32_t pairs =
         std::min(c.config().queue_pairs, dataplane::GuestPort::kMaxQueuePairs);
@@ -68,11 +70,13 @@ struct PortStatsSnapshot {
     for (std::size_t i = 0; i < s.drops.size(); ++i) s.drops[i] = c.drops[i].get();
     for (std::size_t i = 0; i < s.offload_refused.size(); ++i)
       s.offload_refused[i] = c.offload_refused[i].get();
+    for (std::size_t i = 0; i < s.mac_refused.size(); ++i) s.mac_refused[i] = c.mac_refused[i].get();
     return s;
   }
   PortStatsSnapshot since(const PortStatsSnapshot& base) const {
     PortStatsSnapshot d{minus(counters, base.counters), minus(drops, base.drops),
-                        minus(offload_refused, base.offload_refused), pairs};
+                        minus(offload_refused, base.offload_refused),
+                        minus(mac_refused, base.mac_refused), pairs};
     for (std::size_t i = 0; i < d.pairs.size() && i < base.pairs.size(); ++i)
       d.pairs[i].counters = minus(pairs[i].counters, base.pairs[i].counters);
     return d;

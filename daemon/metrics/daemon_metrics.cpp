@@ -142,6 +142,20 @@ void add_port_families(Families& out, const Daemon& daemon) {
       }
     out.push_back(std::move(f));
   }
+  {
+    // Only the reasons that occurred: an idle port adds no series.
+    const auto& info = dataplane::kMacRefused;
+    auto f = make_family(std::string("xdpvhost_port_") + std::string(info.family),
+                         MetricType::Counter, info.help);
+    for (std::size_t r = 0; r < ports.size(); ++r)
+      for (std::size_t i = 0; i < dataplane::kMacRefusals; ++i) {
+        if (ports[r].counters.mac_refused[i] == 0) continue;
+        std::vector<Label> l = labels[r];
+        l.emplace_back(info.label, dataplane::to_string(static_cast<dataplane::MacRefusal>(i)));
+        add_sample(f, LabelSpan(l), ports[r].counters.mac_refused[i]);
+      }
+    out.push_back(std::move(f));
+  }
 }
 
 void add_thread_families(Families& out, Daemon& daemon) {

@@ -1,5 +1,8 @@
 #include "runtime/daemon.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
 #include "runtime/log_level.hpp"
@@ -194,8 +197,36 @@ const controller::GuestPortController* Daemon::port_with_mac(const net::MacAddre
   return nullptr;
 }
 
-bool Daemon::allow_learned_mac(const controller::GuestPortController& port,
-                               const net::MacAddress& mac, std::string& why) {
+std::optional<dataplane::MacRefusal> Daemon::allow_learned_mac(
+    const controller::GuestPortController& port, const net::MacAddress& mac, std::string& why) {
+  using dataplane::MacRefusal;
+  const std::string text = mac.to_string();
+  const MacLearningConfig& learning = config_.mac_learning;
+  if (!learning.prefixes.empty() &&
+      std::none_of(learning.prefixes.begin(), learning.prefixes.end(),
+                   [&](const net::MacPrefix& p) { return p.contains(mac); })) {
+    why = text + " is outside mac_learning.prefixes";
+    return MacRefusal::kOutsidePrefixes;
+  }
+  // Every uplink's link monitor knows every interface of the namespace.
+  for (const auto& [name, uplink] : uplinks_)
+    if (const auto ifname = uplink->node_interface_with(mac)) {
+      why = text + " is the address of the node's interface " + *ifname;
+      return MacRefusal::kNodeAddress;
+    }
+  if (learning.wire_source_age_s != 0)
+    for (const auto& [name, uplink] : uplinks_)
+      if (const auto age = uplink->wire_source_age(mac);
+          age && *age < std::chrono::seconds(learning.wire_source_age_s)) {
+        why = fmt::format("{} sent a frame that arrived on uplink {} {} s ago", text, name,
+                          std::chrono::duration_cast<std::chrono::seconds>(*age).count());
+        return MacRefusal::kSeenOnWire;
+      }
+  for (const auto& p : config_.ports)
+    if (p.name != port.config().name && p.mac == mac) {
+      why = text + " is configured for port " + p.name;
+      return MacRefusal::kAnotherPort;
+    }
   if (const auto* owner = port_with_mac(mac); owner != nullptr && owner != &port) {
     // Live migration on one node: the guest announced itself on this port
     // (learn-move) while the owner's guest is stopped; the MAC moves here.
@@ -206,8 +237,8 @@ bool Daemon::allow_learned_mac(const controller::GuestPortController& port,
                           owner->mac_source() == controller::MacSource::kLearned &&
                           owner->guest_stopped();
     if (!handover) {
-      why = mac.to_string() + " is port " + owner->config().name + "'s";
-      return false;
+      why = text + " is port " + owner->config().name + "'s";
+      return MacRefusal::kAnotherPort;
     }
     auto it = ports_.find(owner->config().name);
     if (it != ports_.end()) {
@@ -216,15 +247,10 @@ bool Daemon::allow_learned_mac(const controller::GuestPortController& port,
       it->second->release_mac();
     }
     spdlog::info("port {}: takes MAC {} over from port {} (its guest stopped)", port.config().name,
-                 mac.to_string(), owner->config().name);
+                 text, owner->config().name);
   }
-  for (const auto& p : config_.ports)
-    if (p.name != port.config().name && p.mac == mac) {
-      why = mac.to_string() + " is configured for port " + p.name;
-      return false;
-    }
   if (auto* uplink = uplink_of(port.config())) uplink->set_guest_mac(port.config().name, mac);
-  return true;
+  return std::nullopt;
 }
 
 const controller::GuestPortController* Daemon::find_port(const std::string& name) const {
@@ -349,6 +375,10 @@ std::vector<std::string> Daemon::reload(const Config& next) {
     problem("bpf_object changed: takes effect at the next start");
   config_.state_file = next.state_file;
   config_.security = next.security;  // in force from the next start
+  if (!(next.mac_learning == config_.mac_learning)) {
+    config_.mac_learning = next.mac_learning;  // the next decision follows it
+    spdlog::info("reload: mac_learning changed");
+  }
 
   // What the file had, by name (everything not added at run time).
   std::map<std::string, PortConfig> old_ports;

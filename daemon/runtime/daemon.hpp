@@ -95,10 +95,13 @@ class Daemon {
   std::uint32_t uplink_id(const std::optional<std::string>& name) const;
   // The port the switch reaches at `mac` (configured or learned), or nullptr.
   const controller::GuestPortController* port_with_mac(const net::MacAddress& mac) const;
-  // The MacArbiter of every port: a MAC no other port has or is configured
-  // with may be learned; the port's uplink then steers it.
-  bool allow_learned_mac(const controller::GuestPortController& port, const net::MacAddress& mac,
-                         std::string& why);
+  // The MacArbiter of every port. A MAC may be learned unless it is outside
+  // mac_learning.prefixes, the address of an interface of the node, seen as
+  // a source on an uplink within mac_learning.wire_source_age_s, or another
+  // port's (configured, or learned and not handed over); the port's uplink
+  // then steers it.
+  std::optional<dataplane::MacRefusal> allow_learned_mac(
+      const controller::GuestPortController& port, const net::MacAddress& mac, std::string& why);
   controller::UplinkController* uplink_of(const PortConfig& port);
   void apply_tunables();
   void persist();

@@ -4,8 +4,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
 
 #include "sys/log_rate.hpp"
@@ -205,12 +203,14 @@ bool GuestPortController::request(const net::MacAddress& mac) noexcept {
 
 void GuestPortController::decide(const net::MacAddress& mac) {
   std::string why;
-  if (arbiter_ && !arbiter_(*this, mac, why)) {
+  if (const auto refusal = arbiter_ ? arbiter_(*this, mac, why) : std::nullopt) {
     ++refusals_;
     if (sys::worth_logging(refusals_))
-      spdlog::warn("port {}: guest sends from {}, which it may not take: {} (refusal #{})",
-                   config_.name, mac.to_string(), why, refusals_);
-    each_group([mac](GuestPort& port) { port.mac_refused(mac); });
+      spdlog::warn("port {}: guest sends from {}, which it may not take ({}): {} (refusal #{})",
+                   config_.name, mac.to_string(), dataplane::to_string(*refusal), why, refusals_);
+    last_refusal_ = MacRefusalRecord{mac, *refusal, why};
+    const dataplane::MacRefusal reason = *refusal;
+    each_group([mac, reason](GuestPort& port) { port.mac_refused(mac, reason); });
     return;
   }
   const std::optional<net::MacAddress> old = mac_;

@@ -40,10 +40,18 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
  public:
   // Decides, on the control thread, whether `port` may take `mac` its guest
   // sent from (mac_policy learn, learn-move), and if so makes everything
-  // outside the port follow (the uplink's steering). False with `why`
-  // refuses it (the MAC is another port's).
-  using MacArbiter = std::function<bool(const GuestPortController& port, const net::MacAddress& mac,
-                                        std::string& why)>;
+  // outside the port follow (the uplink's steering): nullopt. Otherwise the
+  // reason, with `why` saying it for the log and port.get ("02:..:01 is the
+  // address of interface eth1").
+  using MacArbiter = std::function<std::optional<dataplane::MacRefusal>(
+      const GuestPortController& port, const net::MacAddress& mac, std::string& why)>;
+
+  // The last MAC the port was refused, for port.get.
+  struct MacRefusalRecord {
+    net::MacAddress mac;
+    dataplane::MacRefusal reason = dataplane::MacRefusal::kAnotherPort;
+    std::string why;
+  };
 
   // `uplink_id` is the id of the uplink the config names (or
   // dataplane::Port::kNoUplinkId), `tunables` the global ones with the port's
@@ -87,6 +95,10 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   // The MAC the switch reaches the port at (configured or learned), if any.
   const std::optional<net::MacAddress>& mac() const noexcept { return mac_; }
   MacSource mac_source() const noexcept { return mac_source_; }
+  // The last source MAC the control side refused the port, if any.
+  const std::optional<MacRefusalRecord>& last_mac_refusal() const noexcept {
+    return last_refusal_;
+  }
 
   void set_tunables(const PortTunables& t);
 
@@ -126,6 +138,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   MacSource mac_source_ = MacSource::kNone;
   std::uint64_t announcements_ = 0;  // SEND_RARP requests handled (logged at powers of two)
   std::uint64_t refusals_ = 0;
+  std::optional<MacRefusalRecord> last_refusal_;
   std::uint16_t thread_;
   std::unique_ptr<GuestPort> port_;                // group 0
   std::vector<Group> more_groups_;                 // groups 1 .. G-1

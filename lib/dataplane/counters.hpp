@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "dataplane/drop_reason.hpp"
+#include "dataplane/mac_refusal.hpp"
 #include "net/offload_error.hpp"
 
 namespace xdpvhost::dataplane {
@@ -79,11 +80,13 @@ struct PortCounters {
   Counter csum_offloaded;         // partial checksums handed to the NIC (AF_XDP TX metadata)
   std::array<Counter, kDropReasons> drops;
   std::array<Counter, net::kOffloadErrorCount> offload_refused;  // by OffloadError
+  std::array<Counter, kMacRefusals> mac_refused;                 // by MacRefusal
 
   void drop(DropReason r, std::uint64_t n = 1) noexcept {
     drops[static_cast<std::size_t>(r)].add(n);
   }
   void refused(net::OffloadError e) noexcept { offload_refused[static_cast<std::size_t>(e)].add(); }
+  void refused(MacRefusal r) noexcept { mac_refused[static_cast<std::size_t>(r)].add(); }
 };
 
 inline constexpr std::array<CounterField<PortCounters>, 14> kPortCounters{{
@@ -157,6 +160,14 @@ inline constexpr CounterInfo kOffloadRefused{
     "reason (dropped as bad_offload).",
     "reason"};
 
+// A guest port's refused source MACs (MAC learning), by reason (MacRefusal):
+// JSON object "mac_refused", family mac_refused_total with label reason;
+// only reasons that occurred have a series.
+inline constexpr CounterInfo kMacRefused{
+    "mac_refused", "mac_refused_total",
+    "Source MACs a guest sent from that its port may not learn, by reason (its frames are "
+    "dropped as spoofed_source); only reasons that occurred are exposed.",
+    "reason"};
 // Every port's drops, by reason: JSON object "drops", family drops_total
 // with label reason (every reason listed, zero or not).
 inline constexpr CounterInfo kPortDrops{

@@ -157,6 +157,11 @@ void GuestPort::mac_learned(const net::MacAddress& mac) noexcept {
   if (group() == id()) counters().mac_learned.add();  // once per port, not per queue group
 }
 
+void GuestPort::mac_refused(const net::MacAddress& mac, MacRefusal why) noexcept {
+  source_.refused(mac);
+  if (group() == id()) counters().refused(why);  // once per port, not per queue group
+}
+
 void GuestPort::set_mtu(std::uint32_t mtu) noexcept {
   // The frontend may lower the MTU (NET_SET_MTU), never raise it above the
   // configured one: the uplink's frame room and the backlog are sized by it.
@@ -294,8 +299,16 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
       }
     } else if (tx_chain_.truncated || (!frame.offload.is_gso() && frame.len > max_frame_)) {
       counters().drop(DropReason::kOversize);
-    } else if (!source_.admit(frame.src(), forwarder.table(), this)) {
+    } else if (const Admission admission = source_.admit(frame.src(), forwarder.table(), this);
+               admission != Admission::kAdmit) {
+      if (admission == Admission::kHold) {
+        // The control side decides on its source: the chain waits on the
+        // ring, this queue until the answer (a command, which wakes us).
+        q.ring.unpop(1);
+        break;
+      }
       counters().drop(DropReason::kSpoofedSource);
+      if (admission == Admission::kRefuseOwned) counters().refused(MacRefusal::kAnotherPort);
     } else if (frame.is_multicast() && !flood_.allow(frame.offload.segments)) {
       counters().drop(DropReason::kFloodLimited);
     } else {
@@ -333,8 +346,14 @@ void GuestPort::send_announce(Forwarder& forwarder) {
   std::memcpy(rarp + 32, announce_mac_.data(), 6);
   const Span span{rarp, sizeof rarp};  // outlives the frame, which points to it
   const Frame frame(span);
-  if (!source_.admit(frame.src(), forwarder.table(), this)) {
+  if (const Admission admission = source_.admit(frame.src(), forwarder.table(), this);
+      admission != Admission::kAdmit) {
+    if (admission == Admission::kHold) {
+      announce_pending_ = true;  // sent once its source is decided on
+      return;
+    }
     counters().drop(DropReason::kSpoofedSource);
+    if (admission == Admission::kRefuseOwned) counters().refused(MacRefusal::kAnotherPort);
     return;
   }
   if (!flood_.allow()) {  // a broadcast like any the guest sends
@@ -645,8 +664,12 @@ bool GuestPort::prepare_sleep() {
   bool work = false;
   // Kicks are wanted on the TX queues, and on the RX queues while frames
   // wait for receive buffers (the guest's refill must wake us).
+  // While a source is decided on, its frame waits on a transmit queue: the
+  // answer (a command) wakes the thread, not the ring.
+  const bool holding = source_.pending();
   for (const std::uint32_t v : backlog_.empty() ? tx_vrings_ : running_vrings_) {
     Queue& q = queues_[v];
+    if (holding && is_tx(v)) continue;
     if (q.ring.usable()) work = q.ring.enable_notifications() || work;
   }
   return work;

@@ -19,6 +19,7 @@
 #include "dataplane/flood_limiter.hpp"
 #include "dataplane/frame_backlog.hpp"
 #include "dataplane/mac_policy.hpp"
+#include "dataplane/mac_refusal.hpp"
 #include "dataplane/port.hpp"
 #include "net/guest_forward.hpp"
 #include "net/offload_validation.hpp"
@@ -61,7 +62,7 @@ class GuestPort final : public Port {
   }
   // The answers to a learning request (see SourceGuard).
   void mac_learned(const net::MacAddress& mac) noexcept;
-  void mac_refused(const net::MacAddress& mac) noexcept { source_.refused(mac); }
+  void mac_refused(const net::MacAddress& mac, MacRefusal why) noexcept;
   // The MAC moved to another port (the guest migrated there).
   void mac_released() noexcept { source_.released(); }
   // Announce `mac` (SEND_RARP after a migration): a RARP from it goes out

@@ -4,43 +4,40 @@
 
 namespace xdpvhost::dataplane {
 
-bool SourceGuard::admit_new(const net::MacAddress& src, const SwitchTable* table,
-                            const Port* self) noexcept {
-  if (src.is_multicast() || src.is_zero()) return false;
-  if (policy_ == MacPolicy::kFixed || (policy_ == MacPolicy::kLearn && mac_)) return false;
-  if (pending_) return src == candidate_ && !handover_;
-  if (refused_ && src == *refused_) return false;
-  bool handover = false;
-  if (table != nullptr)
+Admission SourceGuard::admit_new(const net::MacAddress& src, const SwitchTable* table,
+                                 const Port* self) noexcept {
+  if (src.is_multicast() || src.is_zero()) return Admission::kRefuse;
+  if (policy_ == MacPolicy::kFixed || (policy_ == MacPolicy::kLearn && mac_))
+    return Admission::kRefuse;
+  if (pending_) return src == candidate_ ? Admission::kHold : Admission::kRefuse;
+  if (refused_ && src == *refused_) return Admission::kRefuse;
+  if (table != nullptr && policy_ != MacPolicy::kLearnMove)
     if (const SwitchEntry* owner = table->find_guest(src);
         owner != nullptr && (self == nullptr || owner->port->group() != self->group())) {
-      if (policy_ != MacPolicy::kLearnMove) return false;
-      handover = true;
+      if (owned_ == src) return Admission::kRefuse;  // counted already
+      owned_ = src;
+      return Admission::kRefuseOwned;
     }
-  if (learner_ == nullptr || !learner_->request(src)) return false;
+  if (learner_ == nullptr || !learner_->request(src)) return Admission::kRefuse;
   pending_ = true;
-  handover_ = handover;
   candidate_ = src;
-  // A hand-over is decided first: until then the MAC is another port's.
-  return !handover;
+  return Admission::kHold;
 }
 
 void SourceGuard::learned(const net::MacAddress& mac) noexcept {
   mac_ = mac;
   pending_ = false;
-  handover_ = false;
   if (refused_ == mac) refused_.reset();
 }
 
 void SourceGuard::released() noexcept {
   mac_.reset();
   pending_ = false;
-  handover_ = false;
 }
 
 void SourceGuard::refused(const net::MacAddress& mac) noexcept {
   refused_ = mac;
-  if (pending_ && candidate_ == mac) pending_ = handover_ = false;
+  if (pending_ && candidate_ == mac) pending_ = false;
 }
 
 }  // namespace xdpvhost::dataplane

@@ -7,19 +7,25 @@
 //   source == the port's MAC            -> admitted (the one compare per frame)
 //   group bit or all zero               -> refused
 //   fixed, or learn with a MAC already  -> refused (spoofed_source)
-//   another port owns it (switch table) -> refused (fixed, learn); learn-move
-//                                          asks for a hand-over and refuses
-//                                          the frames until it is granted
-//                                          (the control side grants it only
-//                                          when the owner's guest stopped:
-//                                          the guest migrated here)
-//   a request is pending                -> only the candidate is admitted
-//                                          (not while a hand-over is asked)
-//   else: the control side is asked (MacLearner), the frame admitted
+//   the MAC refused last time           -> refused
+//   another port owns it (switch table) -> refused (fixed, learn: the first
+//                                          frame of such an attempt is
+//                                          kRefuseOwned); learn-move asks
+//                                          for a hand-over (the control side
+//                                          grants it only when the owner's
+//                                          guest stopped: it migrated here)
+//   a request is pending                -> the candidate's frames are held
+//                                          (they wait in the guest's ring),
+//                                          any other source is refused
+//   else: the control side is asked (MacLearner), the frame held
 //
-// At most one request is outstanding, so a guest cycling through source MACs
-// costs the control thread one decision at a time and the datapath nothing.
+// Nothing from a candidate enters the switch before the control side has
+// decided: a MAC it refuses (someone else's on the LAN) never reaches the
+// wire or another guest. At most one request is outstanding, so a guest
+// cycling through source MACs costs the control thread one decision at a
+// time and the datapath nothing.
 
+#include <cstdint>
 #include <optional>
 
 #include "dataplane/mac_policy.hpp"
@@ -40,6 +46,14 @@ class MacLearner {
   virtual bool request(const net::MacAddress& mac) noexcept = 0;
 };
 
+// What to do with a frame from a source (SourceGuard::admit).
+enum class Admission : std::uint8_t {
+  kAdmit,        // into the switch
+  kHold,         // leave it where it is: the control side is deciding on its source
+  kRefuse,       // drop it (spoofed_source)
+  kRefuseOwned,  // drop it: the first frame from another port's MAC (counted once)
+};
+
 class SourceGuard {
  public:
   SourceGuard(MacPolicy policy, std::optional<net::MacAddress> mac, MacLearner* learner) noexcept
@@ -47,9 +61,9 @@ class SourceGuard {
 
   // Whether a frame from `src` may enter the switch; `table` (may be null)
   // says which port owns which MAC, `self` is this guard's port.
-  bool admit(const net::MacAddress& src, const SwitchTable* table, const Port* self) noexcept {
+  Admission admit(const net::MacAddress& src, const SwitchTable* table, const Port* self) noexcept {
     if (mac_ && src == *mac_) [[likely]]
-      return true;
+      return Admission::kAdmit;
     return admit_new(src, table, self);
   }
 
@@ -67,15 +81,16 @@ class SourceGuard {
   bool pending() const noexcept { return pending_; }
 
  private:
-  bool admit_new(const net::MacAddress& src, const SwitchTable* table, const Port* self) noexcept;
+  Admission admit_new(const net::MacAddress& src, const SwitchTable* table,
+                      const Port* self) noexcept;
 
   MacPolicy policy_;
   std::optional<net::MacAddress> mac_;
   MacLearner* learner_;
   bool pending_ = false;
-  bool handover_ = false;  // the pending request takes the MAC over from another port
   net::MacAddress candidate_;
-  std::optional<net::MacAddress> refused_;
+  std::optional<net::MacAddress> refused_;  // the last MAC the control side refused
+  std::optional<net::MacAddress> owned_;    // the last other port's MAC a frame came from
 };
 
 }  // namespace xdpvhost::dataplane

@@ -68,6 +68,8 @@ TEST(Config, DefaultsOfAnEmptyConfig) {
   EXPECT_EQ(c.log.level, LogLevel::kInfo);
   EXPECT_FALSE(c.state_file);
   EXPECT_FALSE(c.bpf_object);
+  EXPECT_TRUE(c.mac_learning.prefixes.empty());
+  EXPECT_EQ(c.mac_learning.wire_source_age_s, 300u);
 }
 
 TEST(Config, PortDefaults) {
@@ -122,6 +124,9 @@ TEST(Config, FullExampleHasEveryValue) {
   EXPECT_EQ(c.log.level, LogLevel::kDebug);
   EXPECT_EQ(c.state_file, "/var/lib/xdpvhost/state.json");
   EXPECT_EQ(c.bpf_object, "/usr/lib/xdpvhost/xdpvhost_steer.bpf.o");
+  ASSERT_EQ(c.mac_learning.prefixes.size(), 2u);
+  EXPECT_EQ(c.mac_learning.prefixes[0], net::MacPrefix::parse("52:54:00:00:00:00/24"));
+  EXPECT_EQ(c.mac_learning.wire_source_age_s, 600u);
 
   Tunables vm1 = resolve(c.tunables, c.ports[0].tunables);
   EXPECT_EQ(vm1.signal_batch, 16u);
@@ -295,6 +300,28 @@ TEST(Config, MacMustBeUnicast) {
   EXPECT_TRUE(parse_config({{"ports", {port("vm1", "02:00:00:00:00:01")}}}).ok());
 }
 
+TEST(Config, MacLearningPrefixesAndWireAge) {
+  auto r = parse_config({{"mac_learning",
+                          {{"prefixes", {"52:54:00:00:00:00/24", "02:00:00:00:00:00/8"}},
+                           {"wire_source_age_s", 0}}}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->mac_learning.prefixes.size(), 2u);
+  EXPECT_EQ(r->mac_learning.prefixes[1].to_string(), "02:00:00:00:00:00/8");
+  EXPECT_EQ(r->mac_learning.wire_source_age_s, 0u);
+  EXPECT_EQ(to_json(*r)["mac_learning"],
+            (json{{"prefixes", {"52:54:00:00:00:00/24", "02:00:00:00:00:00/8"}},
+                  {"wire_source_age_s", 0}}));
+  ConfigError e = refused({{"mac_learning", {{"prefixes", {"52:54:00:00:00:01/24"}}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kInvalid);
+  EXPECT_EQ(e.message,
+            "mac_learning.prefixes[0]: \"52:54:00:00:00:01/24\" sets bits past its length "
+            "(aa:bb:cc:00:00:00/24)");
+  e = refused({{"mac_learning", {{"prefixes", {"52:54:00/24"}}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSchema);
+  e = refused({{"mac_learning", {{"wire_source_age_s", 86401}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSchema);
+}
+
 TEST(Config, AnInterfaceIsOneUplinks) {
   // Even on other queues: each uplink attaches the XDP program (its sockets
   // and guest MACs), a second one would replace the first's.
@@ -352,6 +379,7 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
       (json{{"socket", "/run/xdpvhost/control.sock"}, {"mode", "0660"}, {"idle_timeout_s", 60}}));
   EXPECT_EQ(j["socket_dirs"], json::array());
   EXPECT_EQ(j["security"], (json{{"seccomp", true}}));
+  EXPECT_EQ(j["mac_learning"], (json{{"prefixes", json::array()}, {"wire_source_age_s", 300}}));
   EXPECT_EQ(j["threads"], (json{{"count", 1}}));
   EXPECT_EQ(j["tunables"].size(), 8u);
   EXPECT_EQ(j["metrics"]["listen"], "");

@@ -53,9 +53,23 @@ void expect_object(const std::string& def, const std::set<std::string>& names) {
 }
 
 TEST(CounterTables, PortStatsAreThePortTable) {
-  std::set<std::string> names{"drops", "offload_refused", std::string(dataplane::kQueuePairs.name)};
+  std::set<std::string> names{"drops", "offload_refused", std::string(dataplane::kMacRefused.name),
+                              std::string(dataplane::kQueuePairs.name)};
   add_names(names, dataplane::kPortCounters);
   expect_object("port_stats", names);
+}
+
+TEST(CounterTables, MacRefusalReasonsAreTheSchemas) {
+  std::set<std::string> reasons;
+  for (std::size_t i = 0; i < dataplane::kMacRefusals; ++i)
+    reasons.insert(dataplane::to_string(static_cast<dataplane::MacRefusal>(i)));
+  std::set<std::string> listed;
+  for (const auto& r :
+       stats_def("port_detail").at("properties").at("mac_refusal").at("properties").at("reason").at(
+           "enum"))
+    listed.insert(r.get<std::string>());
+  EXPECT_EQ(listed, reasons);
+  EXPECT_EQ(reasons.count("unknown"), 0u);
 }
 
 TEST(CounterTables, QueuePairStatsAreTheQueuePairTable) {

@@ -29,46 +29,50 @@ struct RecordingLearner : MacLearner {
 const net::MacAddress kBroadcast{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
 const net::MacAddress kMulticast{{0x01, 0x00, 0x5e, 0, 0, 1}};
 
+constexpr Admission kAdmit = Admission::kAdmit;
+constexpr Admission kHold = Admission::kHold;
+constexpr Admission kRefuse = Admission::kRefuse;
+
 TEST(SourceGuard, FixedAdmitsOnlyItsOwnUnicastMac) {
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kFixed, mac(1), &learner);
-  EXPECT_TRUE(g.admit(mac(1), nullptr, nullptr));
-  EXPECT_FALSE(g.admit(mac(2), nullptr, nullptr));
-  EXPECT_FALSE(g.admit(kBroadcast, nullptr, nullptr));
-  EXPECT_FALSE(g.admit(net::MacAddress{}, nullptr, nullptr));
+  EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit);
+  EXPECT_EQ(g.admit(mac(2), nullptr, nullptr), kRefuse);
+  EXPECT_EQ(g.admit(kBroadcast, nullptr, nullptr), kRefuse);
+  EXPECT_EQ(g.admit(net::MacAddress{}, nullptr, nullptr), kRefuse);
   EXPECT_TRUE(learner.asked.empty()) << "a fixed port never asks";
 }
 
-TEST(SourceGuard, LearnTakesTheFirstUnicastSourceAndLocksIt) {
+TEST(SourceGuard, LearnHoldsTheFirstUnicastSourceUntilItIsDecidedAndLocksIt) {
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kLearn, std::nullopt, &learner);
-  EXPECT_FALSE(g.admit(kMulticast, nullptr, nullptr)) << "a group address is never learned";
-  EXPECT_TRUE(g.admit(mac(7), nullptr, nullptr));
+  EXPECT_EQ(g.admit(kMulticast, nullptr, nullptr), kRefuse) << "a group address is never learned";
+  EXPECT_EQ(g.admit(mac(7), nullptr, nullptr), kHold) << "nothing passes before the decision";
   EXPECT_TRUE(g.pending());
-  EXPECT_TRUE(g.admit(mac(7), nullptr, nullptr)) << "the candidate passes while it is decided";
-  EXPECT_FALSE(g.admit(mac(8), nullptr, nullptr)) << "one candidate at a time";
+  EXPECT_EQ(g.admit(mac(7), nullptr, nullptr), kHold) << "the candidate waits while it is decided";
+  EXPECT_EQ(g.admit(mac(8), nullptr, nullptr), kRefuse) << "one candidate at a time";
   ASSERT_EQ(learner.asked.size(), 1u) << "one request, however many frames";
   EXPECT_EQ(learner.asked[0], mac(7));
   g.learned(mac(7));
   EXPECT_EQ(g.mac(), mac(7));
-  EXPECT_TRUE(g.admit(mac(7), nullptr, nullptr));
-  EXPECT_FALSE(g.admit(mac(8), nullptr, nullptr)) << "learn locks the MAC";
+  EXPECT_EQ(g.admit(mac(7), nullptr, nullptr), kAdmit);
+  EXPECT_EQ(g.admit(mac(8), nullptr, nullptr), kRefuse) << "learn locks the MAC";
   EXPECT_EQ(learner.asked.size(), 1u);
 }
 
 TEST(SourceGuard, LearnMoveFollowsTheGuestOneMoveAtATime) {
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kLearnMove, mac(1), &learner);
-  EXPECT_TRUE(g.admit(mac(1), nullptr, nullptr));
-  EXPECT_TRUE(g.admit(mac(2), nullptr, nullptr));
-  EXPECT_TRUE(g.admit(mac(1), nullptr, nullptr)) << "the old MAC stays until the move is done";
+  EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit);
+  EXPECT_EQ(g.admit(mac(2), nullptr, nullptr), kHold);
+  EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit) << "the old MAC stays until the move is done";
   g.learned(mac(2));
-  EXPECT_TRUE(g.admit(mac(2), nullptr, nullptr));
-  EXPECT_TRUE(g.admit(mac(3), nullptr, nullptr));
+  EXPECT_EQ(g.admit(mac(2), nullptr, nullptr), kAdmit);
+  EXPECT_EQ(g.admit(mac(3), nullptr, nullptr), kHold);
   EXPECT_EQ(learner.asked, (std::vector<net::MacAddress>{mac(2), mac(3)}));
 }
 
-TEST(SourceGuard, AMacAnotherPortOwnsIsNeverAskedFor) {
+TEST(SourceGuard, AMacAnotherPortOwnsIsNeverAskedForAndCountedOncePerAttempt) {
   GuestPort other(9, "other", Port::kNoUplinkId, GuestPort::Options{});
   GuestPort self(10, "self", Port::kNoUplinkId, GuestPort::Options{});
   SwitchTable table;
@@ -77,15 +81,17 @@ TEST(SourceGuard, AMacAnotherPortOwnsIsNeverAskedFor) {
   table.finish(1);
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kLearn, std::nullopt, &learner);
-  EXPECT_FALSE(g.admit(mac(5), &table, &self)) << "port other's MAC is not ours to take";
+  EXPECT_EQ(g.admit(mac(5), &table, &self), Admission::kRefuseOwned)
+      << "port other's MAC is not ours to take";
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kRefuse) << "its next frames: counted once";
   EXPECT_TRUE(learner.asked.empty());
-  EXPECT_TRUE(g.admit(mac(6), &table, &self));
+  EXPECT_EQ(g.admit(mac(6), &table, &self), kHold);
 }
 
-TEST(SourceGuard, ALearnMovePortAsksForAHandOverAndDropsUntilItIsGranted) {
+TEST(SourceGuard, ALearnMovePortAsksForAHandOverAndHoldsUntilItIsDecided) {
   // Live migration on one node: the guest now sends from the port that
   // owned its MAC before. The control side decides (it grants the MAC only
-  // when the owner's guest stopped); until then the frames are refused.
+  // when the owner's guest stopped); until then the frames wait.
   GuestPort other(9, "other", Port::kNoUplinkId, GuestPort::Options{});
   GuestPort self(10, "self", Port::kNoUplinkId, GuestPort::Options{});
   SwitchTable table;
@@ -94,41 +100,41 @@ TEST(SourceGuard, ALearnMovePortAsksForAHandOverAndDropsUntilItIsGranted) {
   table.finish(1);
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kLearnMove, std::nullopt, &learner);
-  EXPECT_FALSE(g.admit(mac(5), &table, &self)) << "another port's until the hand-over";
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kHold) << "another port's until the hand-over";
   ASSERT_EQ(learner.asked.size(), 1u);
   EXPECT_TRUE(g.pending());
-  EXPECT_FALSE(g.admit(mac(5), &table, &self)) << "still pending: refused, not asked again";
-  EXPECT_FALSE(g.admit(mac(6), &table, &self)) << "one request at a time";
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kHold) << "still pending: not asked again";
+  EXPECT_EQ(g.admit(mac(6), &table, &self), kRefuse) << "one request at a time";
   EXPECT_EQ(learner.asked.size(), 1u);
   g.learned(mac(5));
-  EXPECT_TRUE(g.admit(mac(5), &table, &self));
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kAdmit);
   // Refused: the MAC stays refused, nothing more is asked for it.
   SourceGuard h(MacPolicy::kLearnMove, std::nullopt, &learner);
-  EXPECT_FALSE(h.admit(mac(5), &table, &self));
+  EXPECT_EQ(h.admit(mac(5), &table, &self), kHold);
   h.refused(mac(5));
   EXPECT_FALSE(h.pending());
-  EXPECT_FALSE(h.admit(mac(5), &table, &self));
+  EXPECT_EQ(h.admit(mac(5), &table, &self), kRefuse);
   EXPECT_EQ(learner.asked.size(), 2u);
   // Released (its MAC moved to another port): the port has none, learns anew.
   g.released();
   EXPECT_FALSE(g.mac().has_value());
-  EXPECT_TRUE(g.admit(mac(7), &table, &self));
+  EXPECT_EQ(g.admit(mac(7), &table, &self), kHold);
   EXPECT_EQ(learner.asked.size(), 3u);
 }
 
 TEST(SourceGuard, ARefusedMacStaysRefusedAndAFailedRequestIsAskedAgain) {
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kLearn, std::nullopt, &learner);
-  EXPECT_TRUE(g.admit(mac(3), nullptr, nullptr));
+  EXPECT_EQ(g.admit(mac(3), nullptr, nullptr), kHold);
   g.refused(mac(3));
   EXPECT_FALSE(g.pending());
-  EXPECT_FALSE(g.admit(mac(3), nullptr, nullptr)) << "no second request for a refused MAC";
+  EXPECT_EQ(g.admit(mac(3), nullptr, nullptr), kRefuse) << "no second request for a refused MAC";
   EXPECT_EQ(learner.asked.size(), 1u);
   learner.accept_requests = false;
-  EXPECT_FALSE(g.admit(mac(4), nullptr, nullptr)) << "a request that could not be made";
+  EXPECT_EQ(g.admit(mac(4), nullptr, nullptr), kRefuse) << "a request that could not be made";
   EXPECT_FALSE(g.pending());
   learner.accept_requests = true;
-  EXPECT_TRUE(g.admit(mac(4), nullptr, nullptr)) << "is made with a later frame";
+  EXPECT_EQ(g.admit(mac(4), nullptr, nullptr), kHold) << "is made with a later frame";
   EXPECT_EQ(learner.asked.size(), 3u);
 }
 
