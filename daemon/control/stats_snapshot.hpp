@@ -70,7 +70,8 @@ struct PortStatsSnapshot {
     for (std::size_t i = 0; i < s.drops.size(); ++i) s.drops[i] = c.drops[i].get();
     for (std::size_t i = 0; i < s.offload_refused.size(); ++i)
       s.offload_refused[i] = c.offload_refused[i].get();
-    for (std::size_t i = 0; i < s.mac_refused.size(); ++i) s.mac_refused[i] = c.mac_refused[i].get();
+    for (std::size_t i = 0; i < s.mac_refused.size(); ++i)
+      s.mac_refused[i] = c.mac_refused[i].get();
     return s;
   }
   PortStatsSnapshot since(const PortStatsSnapshot& base) const {

@@ -96,9 +96,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   const std::optional<net::MacAddress>& mac() const noexcept { return mac_; }
   MacSource mac_source() const noexcept { return mac_source_; }
   // The last source MAC the control side refused the port, if any.
-  const std::optional<MacRefusalRecord>& last_mac_refusal() const noexcept {
-    return last_refusal_;
-  }
+  const std::optional<MacRefusalRecord>& last_mac_refusal() const noexcept { return last_refusal_; }
 
   void set_tunables(const PortTunables& t);
 

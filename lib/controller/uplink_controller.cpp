@@ -481,8 +481,7 @@ nic::XdpSteerStats UplinkController::program_stats() const {
   return total;
 }
 
-std::optional<std::string> UplinkController::node_interface_with(
-    const net::MacAddress& mac) const {
+std::optional<std::string> UplinkController::node_interface_with(const net::MacAddress& mac) const {
   return monitor_ ? monitor_->interface_with(mac) : std::nullopt;
 }
 

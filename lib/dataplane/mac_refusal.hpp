@@ -4,6 +4,7 @@
 // counter named here, on the port that asked; its frames are dropped as
 // spoofed_source.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -19,20 +20,13 @@ enum class MacRefusal : std::uint8_t {
 
 inline constexpr std::size_t kMacRefusals = static_cast<std::size_t>(MacRefusal::kCount);
 
+// The counter names, in the enum's order.
+inline constexpr std::array<const char*, kMacRefusals> kMacRefusalNames{
+    "another_port", "node_address", "seen_on_wire", "outside_prefixes"};
+
 constexpr const char* to_string(MacRefusal r) {
-  switch (r) {
-    case MacRefusal::kAnotherPort:
-      return "another_port";
-    case MacRefusal::kNodeAddress:
-      return "node_address";
-    case MacRefusal::kSeenOnWire:
-      return "seen_on_wire";
-    case MacRefusal::kOutsidePrefixes:
-      return "outside_prefixes";
-    case MacRefusal::kCount:
-      break;
-  }
-  return "unknown";
+  const auto i = static_cast<std::size_t>(r);
+  return i < kMacRefusals ? kMacRefusalNames[i] : "unknown";
 }
 
 }  // namespace xdpvhost::dataplane

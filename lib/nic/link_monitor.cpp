@@ -21,7 +21,8 @@ int link_attr_cb(const nlattr* attr, void* data) {
   if (type == IFLA_IFNAME && mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) >= 0) {
     out.ifname = mnl_attr_get_str(attr);
   } else if (type == IFLA_ADDRESS && mnl_attr_get_payload_len(attr) == 6) {
-    out.address = net::MacAddress::from(static_cast<const std::uint8_t*>(mnl_attr_get_payload(attr)));
+    out.address =
+        net::MacAddress::from(static_cast<const std::uint8_t*>(mnl_attr_get_payload(attr)));
   }
   return MNL_CB_OK;
 }

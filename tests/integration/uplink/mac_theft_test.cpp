@@ -28,11 +28,11 @@ class MacTheft : public UplinkTest {
   }
   // up0, the bystander vm1 (fixed MAC, connected) and the learning port att.
   void start(const json& extra = json::object()) {
-    ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(
-        json::array({uplink_config()}),
-        json::array({port_config(kVm1), learning_port("att", socket_path("att")),
-                     learning_port("new", socket_path("new"))}),
-        extra)));
+    ASSERT_NO_FATAL_FAILURE(start_daemon(
+        daemon_config(json::array({uplink_config()}),
+                      json::array({port_config(kVm1), learning_port("att", socket_path("att")),
+                                   learning_port("new", socket_path("new"))}),
+                      extra)));
     ASSERT_NO_FATAL_FAILURE(connect_guest(vm1_, kVm1));
   }
   // A guest on port `port` whose frames come from `mac`.
@@ -105,9 +105,9 @@ TEST_F(MacTheft, AGuestCannotTakeTheGatewaysMacOnceItWasSeenOnTheWire) {
   ASSERT_TRUE(att_->send(att_->udp_to(parse_mac_text(kVm1.mac), parse_ipv4_text(kVm1.ip), 6000,
                                       6001, testing::payload_pattern(64, 1))));
   expect_refused("att", UplinkLab::kPeerMac, "seen_on_wire");
-  EXPECT_NE(port_get("att").value("mac_refusal", json::object()).value("detail", "").find(
-                "uplink up0"),
-            std::string::npos);
+  EXPECT_NE(
+      port_get("att").value("mac_refusal", json::object()).value("detail", "").find("uplink up0"),
+      std::string::npos);
   EXPECT_TRUE(wait_for([&] { return spoofed("att") == 2; }, 3s)) << port_stats("att").dump();
 
   // vm1's frames to the gateway reach it; none goes to the attacker.
@@ -123,9 +123,8 @@ TEST_F(MacTheft, AGuestCannotTakeTheGatewaysMacOnceItWasSeenOnTheWire) {
       << "vm1's frames to the gateway reached the attacker";
   vm1_->pump(100ms);
   EXPECT_EQ(vm1_->count([](const PacketView& v) {
-    return v.src == kPeerMac &&
-           ((v.udp && v.dst_port == 6001) ||
-            (v.arp && v.arp_sender_ip == parse_ipv4_text(kAttackerIp)));
+    return v.src == kPeerMac && ((v.udp && v.dst_port == 6001) ||
+                                 (v.arp && v.arp_sender_ip == parse_ipv4_text(kAttackerIp)));
   }),
             0u)
       << "a frame the attacker sent from the stolen MAC reached vm1";
@@ -140,8 +139,10 @@ TEST_F(MacTheft, AGuestCannotTakeTheNodesOwnMac) {
   ASSERT_NO_FATAL_FAILURE(connect_sender(att_, "att", UplinkLab::kNodeMac, kAttackerIp));
   ASSERT_TRUE(att_->send(att_->arp_request(kPeerIp)));
   expect_refused("att", UplinkLab::kNodeMac, "node_address");
-  EXPECT_NE(port_get("att").value("mac_refusal", json::object()).value("detail", "").find(
-                UplinkLab::kNodeIf),
+  EXPECT_NE(port_get("att")
+                .value("mac_refusal", json::object())
+                .value("detail", "")
+                .find(UplinkLab::kNodeIf),
             std::string::npos)
       << port_get("att").dump();
 

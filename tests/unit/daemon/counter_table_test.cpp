@@ -64,9 +64,12 @@ TEST(CounterTables, MacRefusalReasonsAreTheSchemas) {
   for (std::size_t i = 0; i < dataplane::kMacRefusals; ++i)
     reasons.insert(dataplane::to_string(static_cast<dataplane::MacRefusal>(i)));
   std::set<std::string> listed;
-  for (const auto& r :
-       stats_def("port_detail").at("properties").at("mac_refusal").at("properties").at("reason").at(
-           "enum"))
+  for (const auto& r : stats_def("port_detail")
+                           .at("properties")
+                           .at("mac_refusal")
+                           .at("properties")
+                           .at("reason")
+                           .at("enum"))
     listed.insert(r.get<std::string>());
   EXPECT_EQ(listed, reasons);
   EXPECT_EQ(reasons.count("unknown"), 0u);

@@ -65,7 +65,8 @@ TEST(SourceGuard, LearnMoveFollowsTheGuestOneMoveAtATime) {
   SourceGuard g(MacPolicy::kLearnMove, mac(1), &learner);
   EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit);
   EXPECT_EQ(g.admit(mac(2), nullptr, nullptr), kHold);
-  EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit) << "the old MAC stays until the move is done";
+  EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit)
+      << "the old MAC stays until the move is done";
   g.learned(mac(2));
   EXPECT_EQ(g.admit(mac(2), nullptr, nullptr), kAdmit);
   EXPECT_EQ(g.admit(mac(3), nullptr, nullptr), kHold);
