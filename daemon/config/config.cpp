@@ -106,6 +106,7 @@ UplinkConfig uplink_from_json(const json& j) {
   u.frame_size = opt_u32(j, "frame_size").value_or(u.frame_size);
   u.ring_size = opt_u32(j, "ring_size").value_or(u.ring_size);
   u.thread = opt_u16(j, "thread");
+  u.l2_domain = opt_string(j, "l2_domain");
   if (auto it = j.find("tunables"); it != j.end()) u.tunables = uplink_tunables_from_json(*it);
   return u;
 }

@@ -63,6 +63,7 @@ json to_json(const UplinkConfig& u) {
          {"frame_size", u.frame_size},
          {"ring_size", u.ring_size}};
   if (u.thread) j["thread"] = *u.thread;
+  if (u.l2_domain) j["l2_domain"] = *u.l2_domain;
   if (!u.tunables.empty()) j["tunables"] = to_json(u.tunables);
   return j;
 }

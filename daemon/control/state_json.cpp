@@ -173,6 +173,7 @@ json uplink_status(const UplinkConfig& config, const controller::UplinkControlle
               {"bind", xsk::to_string(config.bind)},
               {"frame_size", config.frame_size},
               {"ring_size", config.ring_size},
+              {"l2_domain", config.domain()},
               {"link", controller::to_string(u.link())},
               {"queues", queues},
               {"xdp_program", u.program_report()},

@@ -137,7 +137,24 @@ std::string Daemon::open_uplink(const UplinkConfig& uplink) {
   std::string error;
   if (!controller->start(error)) return error;
   uplinks_.emplace(uplink.name, std::move(controller));
+  publish_l2_domains();
   return {};
+}
+
+void Daemon::publish_l2_domains() {
+  // A domain is named by its first uplink's id; the uplinks that join it
+  // are listed.
+  std::vector<std::pair<std::uint32_t, const std::string*>> by_id;
+  for (const auto& [name, uplink] : uplinks_)
+    if (const UplinkConfig* c = config_.find_uplink(name))
+      by_id.emplace_back(uplink->id(), &c->domain());
+  std::sort(by_id.begin(), by_id.end());
+  std::map<std::string, std::uint32_t> first;
+  dataplane::L2Domains joined;
+  for (const auto& [id, domain] : by_id)
+    if (const auto [it, added] = first.try_emplace(*domain, id); !added)
+      joined.emplace_back(id, it->second);
+  dataplane_->set_l2_domains(std::move(joined));
 }
 
 std::optional<ConfigError> Daemon::add_uplink(const UplinkConfig& uplink) {
@@ -165,6 +182,7 @@ std::optional<ConfigError> Daemon::remove_uplink(const std::string& name) {
   config_ = std::move(next.value());
   uplinks_.erase(name);
   run_time_uplinks_.erase(name);
+  publish_l2_domains();
   spdlog::info("uplink {}: removed", name);
   persist();
   return std::nullopt;
@@ -349,10 +367,14 @@ void Daemon::persist() {
 
 namespace {
 
-// Equal but for the tunables overrides.
-template <class T>
-bool same_but_tunables(T a, const T& b) {
+// Whether `a` differs from `b` only in what is applied in place.
+bool same_but_applied_in_place(PortConfig a, const PortConfig& b) {
   a.tunables = b.tunables;
+  return a == b;
+}
+bool same_but_applied_in_place(UplinkConfig a, const UplinkConfig& b) {
+  a.tunables = b.tunables;
+  a.l2_domain = b.l2_domain;
   return a == b;
 }
 
@@ -410,7 +432,7 @@ std::vector<std::string> Daemon::reload(const Config& next) {
         continue;
       }
     }
-    if (n == nullptr || !same_but_tunables(*n, u)) uplinks_out.insert(name);
+    if (n == nullptr || !same_but_applied_in_place(*n, u)) uplinks_out.insert(name);
   }
   for (const auto& u : next.uplinks)
     if (run_time_uplinks_.count(u.name)) uplinks_out.insert(u.name);  // the file wins
@@ -427,7 +449,7 @@ std::vector<std::string> Daemon::reload(const Config& next) {
         ports_out.insert(p.name);
         readd.push_back(p);
       }
-    } else if (n == nullptr || !same_but_tunables(*n, p) || on_gone_uplink) {
+    } else if (n == nullptr || !same_but_applied_in_place(*n, p) || on_gone_uplink) {
       ports_out.insert(p.name);
     }
   }
@@ -454,8 +476,13 @@ std::vector<std::string> Daemon::reload(const Config& next) {
   }
   // Overrides of what stays: taken from the file as they are.
   for (auto& u : config_.uplinks)
-    if (const UplinkConfig* n = next.find_uplink(u.name); n && !run_time_uplinks_.count(u.name))
+    if (const UplinkConfig* n = next.find_uplink(u.name); n && !run_time_uplinks_.count(u.name)) {
       u.tunables = n->tunables;
+      if (u.l2_domain != n->l2_domain)
+        spdlog::info("reload: uplink {}: l2_domain {}", u.name, n->domain());
+      u.l2_domain = n->l2_domain;
+    }
+  publish_l2_domains();
   for (auto& p : config_.ports)
     if (const PortConfig* n = next.find_port(p.name); n && !run_time_ports_.count(p.name))
       p.tunables = n->tunables;

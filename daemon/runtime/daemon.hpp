@@ -67,7 +67,7 @@ class Daemon {
 
   // Applies a new version of the file (SIGHUP): ports and uplinks it no
   // longer lists are removed, new ones added, changed ones re-created (a
-  // change of tunables overrides only is applied in place; ports on a
+  // change of tunables overrides or l2_domain is applied in place; ports on a
   // re-created uplink are re-created with it), global tunables and
   // socket_dirs set when they differ. Run-time ports and uplinks stay, but
   // for those whose name the file now uses. threads and bpf_object need a
@@ -103,6 +103,9 @@ class Daemon {
   std::optional<dataplane::MacRefusal> allow_learned_mac(
       const controller::GuestPortController& port, const net::MacAddress& mac, std::string& why);
   controller::UplinkController* uplink_of(const PortConfig& port);
+  // Tells the switch which uplinks' guests share an L2 domain (each
+  // uplink's l2_domain, by default its own name).
+  void publish_l2_domains();
   void apply_tunables();
   void persist();
   std::optional<ConfigError> add_port_from(const PortConfig& port, bool run_time);

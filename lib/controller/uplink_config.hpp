@@ -21,6 +21,11 @@ struct UplinkConfig {
   std::uint32_t frame_size = 2048;
   std::uint32_t ring_size = 2048;  // RX/TX/completion; the fill ring is twice this
   std::optional<std::uint16_t> thread;
+  // The L2 domain its guests belong to: the uplink's own name unless set.
+  // Uplinks with the same domain let their guests reach each other; others
+  // are separate networks (dataplane/switch_table.hpp).
+  std::optional<std::string> l2_domain;
+  const std::string& domain() const noexcept { return l2_domain ? *l2_domain : name; }
   dataplane::UplinkTunableOverrides tunables;
   bool operator==(const UplinkConfig&) const = default;
 };

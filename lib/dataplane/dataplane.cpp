@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace xdpvhost::dataplane {
 
@@ -73,6 +74,11 @@ void Dataplane::set_mac(const Port& port, std::optional<net::MacAddress> mac) {
   publish_table();
 }
 
+void Dataplane::set_l2_domains(L2Domains joined) {
+  l2_domains_ = std::move(joined);
+  publish_table();
+}
+
 const Port* Dataplane::owner_of(const net::MacAddress& mac) const noexcept {
   for (const auto& e : entries_)
     if (e.kind == PortKind::kGuest && e.mac == mac) return e.port;
@@ -108,7 +114,7 @@ void Dataplane::set_tunables(const Tunables& t) {
 void Dataplane::publish_table() {
   auto table = std::make_shared<SwitchTable>();
   for (const auto& e : entries_) table->add(e);
-  table->finish(thread_count());
+  table->finish(thread_count(), l2_domains_);
   std::shared_ptr<const SwitchTable> shared = table;
   for (auto& thread : threads_) {
     ServiceThread* th = thread.get();

@@ -53,6 +53,9 @@ class Dataplane {
   // The guest port is reached at `mac` from now on (a learned or moved
   // address); returns once every thread forwards with the new table.
   void set_mac(const Port& port, std::optional<net::MacAddress> mac);
+  // Which uplinks' guests share an L2 domain (switch_table.hpp); returns
+  // once every thread forwards with the new table.
+  void set_l2_domains(L2Domains joined);
   // The guest port that is reached at `mac`, or nullptr.
   const Port* owner_of(const net::MacAddress& mac) const noexcept;
   // Makes `port` unreachable, then takes it off its thread. Afterwards no
@@ -75,6 +78,7 @@ class Dataplane {
 
   std::vector<std::unique_ptr<ServiceThread>> threads_;
   std::vector<SwitchEntry> entries_;
+  L2Domains l2_domains_;
   Tunables tunables_;
   std::uint32_t next_port_id_ = 1;
   std::unique_ptr<PeerIoWatcher> watcher_;

@@ -14,7 +14,7 @@ bool Forwarder::forward(Port& from, const Frame& frame) noexcept {
     flood(from, frame);
     return true;
   }
-  if (const SwitchEntry* to = table_->find_guest(frame.dst())) {
+  if (const SwitchEntry* to = table_->find_guest(frame.dst()); to && table_->reaches(from, *to)) {
     if (to->port->group() == from.group()) {
       from.counters().drop(DropReason::kHairpin);
       return true;
@@ -34,13 +34,12 @@ bool Forwarder::forward(Port& from, const Frame& frame) noexcept {
 }
 
 void Forwarder::flood(Port& from, const Frame& frame) noexcept {
-  const bool from_uplink = from.kind() == PortKind::kUplink;
   for (const SwitchEntry& e : table_->entries()) {
     if (e.kind != PortKind::kGuest || e.secondary || e.port->group() == from.group()) continue;
-    if (from_uplink && e.uplink != from.uplink()) continue;
+    if (!table_->reaches(from, e)) continue;
     send(from, e, frame, /*unicast=*/false);
   }
-  if (!from_uplink && from.uplink() != Port::kNoUplinkId) {
+  if (from.kind() == PortKind::kGuest && from.uplink() != Port::kNoUplinkId) {
     if (const SwitchEntry* up = table_->uplink_queue(from.uplink(), thread_))
       send(from, *up, frame, /*unicast=*/false);
   }

@@ -3,10 +3,13 @@
 // it gets there (directly into a port this thread owns, or through the
 // mailbox of the thread that owns the destination).
 //
-//   multicast/broadcast  -> flood: from a guest to every other guest and its
-//                           uplink; from an uplink to the guests on it
-//   unicast, known MAC   -> that guest port
-//   unicast, unknown MAC -> the sending guest's uplink, else dropped
+//   multicast/broadcast  -> flood: from a guest to every other guest of its
+//                           L2 domain and to its uplink; from an uplink to
+//                           the guests on it
+//   unicast, a guest's MAC -> that guest port, if the sender reaches it (a
+//                           guest of the same L2 domain; for an uplink, one
+//                           of its guests)
+//   unicast, otherwise   -> the sending guest's uplink, else dropped
 //                           (unknown_destination)
 
 #include <cstdint>

@@ -1,7 +1,13 @@
 #pragma once
-// Who is where: every port of the switch, its MAC, its uplink and the service
-// thread that owns it. Built by the control side, shared read-only by all
-// service threads; a change publishes a new table to each thread.
+// Who is where: every port of the switch, its MAC, its uplink, its L2 domain
+// and the service thread that owns it. Built by the control side, shared
+// read-only by all service threads; a change publishes a new table to each
+// thread.
+//
+// L2 domains: the guests of one uplink are one domain, and the guests with
+// no uplink another, unless the operator joins uplinks into one domain
+// (L2Domains). A guest's frames reach only guests of its domain; frames from
+// an uplink only the guests of that uplink.
 
 #include <cstdint>
 #include <memory>
@@ -16,6 +22,11 @@
 
 namespace xdpvhost::dataplane {
 
+// Uplinks whose guests join another uplink's L2 domain: (uplink id, the id
+// of the domain's first uplink). Every uplink not listed is a domain of its
+// own, named by its id.
+using L2Domains = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+
 struct SwitchEntry {
   Port* port = nullptr;  // owned by the service thread `thread`
   std::uint32_t port_id = 0;
@@ -23,6 +34,7 @@ struct SwitchEntry {
   PortKind kind = PortKind::kGuest;
   std::uint32_t uplink = Port::kNoUplinkId;  // guests: uplink they use; uplink queues: their uplink
   std::optional<net::MacAddress> mac;        // a guest's MAC, once it has one
+  std::uint32_t domain = Port::kNoUplinkId;  // its uplink's L2 domain (set by SwitchTable::finish)
   // A guest port whose queue pairs are spread over several service threads
   // has one entry per queue group (lib/dataplane/README.md). The first
   // group's entry holds the MAC and lists the groups that have an enabled
@@ -40,9 +52,12 @@ class SwitchTable {
       by_mac_[e.mac->key()] = entries_.size() - 1;
     uplink_queues_.clear();  // recomputed by finish()
   }
-  // Precomputes, for every uplink and thread, the queue to send through
-  // (the per-frame lookup is then one hash probe). Call after the last add().
-  void finish(std::uint16_t threads) {
+  // Precomputes each entry's L2 domain and, for every uplink and thread, the
+  // queue to send through (the per-frame lookup is then one hash probe).
+  // Call after the last add().
+  void finish(std::uint16_t threads, L2Domains joined = {}) {
+    joined_ = std::move(joined);
+    for (auto& e : entries_) e.domain = domain_of(e.uplink);
     // Each guest's receiving groups as entry indices (the control side names
     // them by port id).
     rx_groups_.clear();
@@ -67,6 +82,18 @@ class SwitchTable {
     }
   }
   const std::vector<SwitchEntry>& entries() const noexcept { return entries_; }
+  // The L2 domain of the guests of `uplink` (kNoUplinkId: those with none).
+  std::uint32_t domain_of(std::uint32_t uplink) const noexcept {
+    for (const auto& [member, domain] : joined_)  // a handful at most, usually none
+      if (member == uplink) return domain;
+    return uplink;
+  }
+  // Whether frames from `from` may reach the guest `to`: an uplink's reach
+  // the guests of that uplink, a guest's those of its L2 domain.
+  bool reaches(const Port& from, const SwitchEntry& to) const noexcept {
+    if (from.kind() == PortKind::kUplink) return to.uplink == from.uplink();
+    return to.domain == domain_of(from.uplink());
+  }
   // Guest port owning `mac`, or nullptr.
   const SwitchEntry* find_guest(const net::MacAddress& mac) const noexcept {
     auto it = by_mac_.find(mac.key());
@@ -104,6 +131,7 @@ class SwitchTable {
   }
 
   std::vector<SwitchEntry> entries_;
+  L2Domains joined_;
   std::vector<std::size_t> rx_groups_;  // entry indices; each guest's run is its range below
   std::vector<std::pair<std::size_t, std::size_t>> rx_group_range_;  // (first, count) per entry
   std::unordered_map<std::uint64_t, std::size_t> by_mac_;

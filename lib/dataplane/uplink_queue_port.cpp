@@ -295,7 +295,8 @@ bool UplinkQueuePort::coalescable(const Frame& frame, const Forwarder& forwarder
   const SwitchEntry* to = table->find_guest(frame.dst());
   // A guest on this thread (mailbox slots hold one MTU frame, not 64 KiB)
   // that takes TSO for the frame's IP version; untagged IPv4/IPv6 only.
-  if (to == nullptr || to->thread != forwarder.thread()) return false;
+  if (to == nullptr || to->thread != forwarder.thread() || !table->reaches(*this, *to))
+    return false;
   const std::uint16_t ethertype = net::load_be16(frame.eth + 12);
   if (ethertype != net::kEtherTypeIpv4 && ethertype != net::kEtherTypeIpv6) return false;
   return static_cast<const GuestPort*>(to->port)->takes_tso(ethertype == net::kEtherTypeIpv6);

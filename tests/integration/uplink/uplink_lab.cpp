@@ -39,22 +39,44 @@ bool UplinkLab::create_namespaces(std::string& error) {
   return node_.create(error) && peer_.create(error);
 }
 
-bool UplinkLab::create_veth(std::string& error, int queues) {
-  const std::string n = "ip -n " + node_ns() + " ";
-  const std::string p = "ip -n " + peer_ns() + " ";
+namespace {
+
+struct VethEnd {
+  const char* ifname;
+  const char* mac;
+  const char* ip;
+};
+
+// A veth pair between the two namespaces, addressed and up.
+bool create_pair(const std::string& node_ns, const std::string& peer_ns, VethEnd node, VethEnd peer,
+                 int queues, std::string& error) {
+  const std::string n = "ip -n " + node_ns + " ";
+  const std::string p = "ip -n " + peer_ns + " ";
   const std::string q = queues > 1 ? " numrxqueues " + std::to_string(queues) + " numtxqueues " +
                                          std::to_string(queues)
                                    : "";
-  const std::string script = "set -e; " + n + "link add " + kNodeIf + " address " + kNodeMac + q +
-                             " type veth peer name " + kPeerIf + " address " + kPeerMac +
-                             " netns " + peer_ns() + "; " + n + "addr add " + kNodeIp + "/24 dev " +
-                             kNodeIf + "; " + p + "addr add " + kPeerIp + "/24 dev " + kPeerIf +
-                             "; " + "ip netns exec " + peer_ns() + " ethtool -K " + kPeerIf +
-                             " tx off >/dev/null; " + n + "link set " + kNodeIf + " up; " + p +
-                             "link set " + kPeerIf + " up";
+  const std::string script = "set -e; " + n + "link add " + node.ifname + " address " + node.mac +
+                             q + " type veth peer name " + peer.ifname + " address " + peer.mac +
+                             " netns " + peer_ns + "; " + n + "addr add " + node.ip + "/24 dev " +
+                             node.ifname + "; " + p + "addr add " + peer.ip + "/24 dev " +
+                             peer.ifname + "; " + "ip netns exec " + peer_ns + " ethtool -K " +
+                             peer.ifname + " tx off >/dev/null; " + n + "link set " + node.ifname +
+                             " up; " + p + "link set " + peer.ifname + " up";
   if (run_shell(script, &error) != 0) return false;
   error.clear();
   return true;
+}
+
+}  // namespace
+
+bool UplinkLab::create_veth(std::string& error, int queues) {
+  return create_pair(node_ns(), peer_ns(), {kNodeIf, kNodeMac, kNodeIp},
+                     {kPeerIf, kPeerMac, kPeerIp}, queues, error);
+}
+
+bool UplinkLab::create_second_veth(std::string& error) {
+  return create_pair(node_ns(), peer_ns(), {kNode1If, kNode1Mac, kNode1Ip},
+                     {kPeer1If, kPeer1Mac, kPeer1Ip}, 1, error);
 }
 
 bool UplinkLab::delete_veth(std::string* error) {

@@ -6,6 +6,9 @@
 //   xdpvhostd, uplink on xvu-n0              the peer's kernel stack
 //   xvu-n0 10.99.0.2/24  <==== veth ====>    xvu-p0 10.99.0.1/24
 //   02:78:76:00:00:01                        02:78:76:00:00:02
+//   xvu-n1 10.98.0.2/24  <==== veth ====>    xvu-p1 10.98.0.1/24
+//   02:78:76:00:01:01                        02:78:76:00:01:02
+//   (the second pair, a second LAN, only where a test asks for it)
 //
 // One queue per veth end (the veth default), IPv6 off in both namespaces (no
 // background DAD/MLD/RS traffic disturbs exact counts), TX checksum offload
@@ -39,6 +42,12 @@ class UplinkLab {
   static constexpr const char* kPeerMac = "02:78:76:00:00:02";
   static constexpr const char* kNodeIp = "10.99.0.2";
   static constexpr const char* kPeerIp = "10.99.0.1";
+  static constexpr const char* kNode1If = "xvu-n1";
+  static constexpr const char* kPeer1If = "xvu-p1";
+  static constexpr const char* kNode1Mac = "02:78:76:00:01:01";
+  static constexpr const char* kPeer1Mac = "02:78:76:00:01:02";
+  static constexpr const char* kNode1Ip = "10.98.0.2";
+  static constexpr const char* kPeer1Ip = "10.98.0.1";
 
   UplinkLab();
   UplinkLab(const UplinkLab&) = delete;
@@ -50,6 +59,8 @@ class UplinkLab {
   // `queues`: RX and TX queues of the node end (veth's numrxqueues/numtxqueues).
   bool create_veth(std::string& error, int queues = 1);
   bool delete_veth(std::string* error = nullptr);
+  // The second pair (xvu-n1/xvu-p1), a LAN of its own.
+  bool create_second_veth(std::string& error);
 
   const std::string& node_ns() const noexcept { return node_.name(); }
   const std::string& peer_ns() const noexcept { return peer_.name(); }

@@ -87,6 +87,22 @@ TEST(Config, PortDefaults) {
   EXPECT_TRUE(p.tunables.empty());
 }
 
+TEST(Config, AnUplinksL2DomainIsItsOwnNameUnlessSet) {
+  auto r = parse_config({{"uplinks",
+                          {{{"name", "up0"}, {"interface", "eth0"}},
+                           {{"name", "up1"}, {"interface", "eth1"}, {"l2_domain", "up0"}}}}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->uplinks[0].l2_domain);
+  EXPECT_EQ(r->uplinks[0].domain(), "up0");
+  EXPECT_EQ(r->uplinks[1].domain(), "up0");
+  EXPECT_FALSE(to_json(*r)["uplinks"][0].contains("l2_domain")) << "the default is not written";
+  EXPECT_EQ(to_json(*r)["uplinks"][1]["l2_domain"], "up0");
+  EXPECT_FALSE(
+      parse_config(
+          {{"uplinks", {{{"name", "up0"}, {"interface", "eth0"}, {"l2_domain", "no spaces"}}}}})
+          .ok());
+}
+
 TEST(Config, FullExampleHasEveryValue) {
   const json* doc = SchemaRegistry::embedded().document("examples/config-full.json");
   ASSERT_NE(doc, nullptr);
@@ -111,6 +127,8 @@ TEST(Config, FullExampleHasEveryValue) {
   EXPECT_EQ(u.frame_size, 4096u);
   EXPECT_EQ(u.ring_size, 4096u);
   EXPECT_EQ(u.thread, 1u);
+  EXPECT_EQ(u.l2_domain, "lan");
+  EXPECT_EQ(u.domain(), "lan");
   EXPECT_EQ(u.tunables.tx_inflight_max, 2048u);
   EXPECT_EQ(u.tunables.napi_busy_poll, true);
   EXPECT_EQ(u.tunables.busy_poll_budget, 128u);

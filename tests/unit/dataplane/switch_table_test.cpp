@@ -96,5 +96,48 @@ TEST(SwitchTable, AGuestOfSeveralQueueGroupsIsFoundOnceAndSpreadOverItsReceiving
   }
 }
 
+TEST(SwitchTable, EachUplinkIsAnL2DomainOfItsOwnUnlessJoined) {
+  GuestPort a(1, "a", 0, GuestPort::Options{});
+  GuestPort b(2, "b", 1, GuestPort::Options{});
+  GuestPort c(3, "c", 2, GuestPort::Options{});
+  GuestPort alone(4, "alone", Port::kNoUplinkId, GuestPort::Options{});
+  GuestPort alone2(5, "alone2", Port::kNoUplinkId, GuestPort::Options{});
+  UplinkQueuePort up0(10, "up0:q0", 0, UplinkQueuePort::Options{});
+  UplinkQueuePort up1(11, "up1:q0", 1, UplinkQueuePort::Options{});
+  auto build = [&](L2Domains joined) {
+    SwitchTable t;
+    for (GuestPort* g : {&a, &b, &c, &alone, &alone2})
+      t.add(SwitchEntry{g, g->id(), 0, PortKind::kGuest, g->uplink()});
+    t.add(SwitchEntry{&up0, 10, 0, PortKind::kUplink, 0});
+    t.add(SwitchEntry{&up1, 11, 0, PortKind::kUplink, 1});
+    t.finish(1, std::move(joined));
+    return t;
+  };
+  {
+    const SwitchTable t = build({});
+    EXPECT_FALSE(t.reaches(a, *t.find(2))) << "uplink 0's guest reached uplink 1's";
+    EXPECT_FALSE(t.reaches(b, *t.find(1)));
+    EXPECT_FALSE(t.reaches(alone, *t.find(1))) << "a guest without uplink reached uplink 0's";
+    EXPECT_FALSE(t.reaches(a, *t.find(4)));
+    EXPECT_TRUE(t.reaches(alone, *t.find(5))) << "guests without uplink are one domain";
+    EXPECT_TRUE(t.reaches(up0, *t.find(1)));
+    EXPECT_FALSE(t.reaches(up0, *t.find(2)));
+    EXPECT_EQ(t.domain_of(1), 1u);
+  }
+  {
+    // Uplink 1 joins uplink 0's domain; uplink 2 stays apart.
+    const SwitchTable t = build({{1, 0}});
+    EXPECT_TRUE(t.reaches(a, *t.find(2)));
+    EXPECT_TRUE(t.reaches(b, *t.find(1)));
+    EXPECT_FALSE(t.reaches(c, *t.find(1)));
+    EXPECT_FALSE(t.reaches(b, *t.find(3)));
+    EXPECT_EQ(t.find(2)->domain, 0u);
+    // One uplink's wire never reaches the other's guests.
+    EXPECT_FALSE(t.reaches(up0, *t.find(2)));
+    EXPECT_FALSE(t.reaches(up1, *t.find(1)));
+    EXPECT_TRUE(t.reaches(up1, *t.find(2)));
+  }
+}
+
 }  // namespace
 }  // namespace xdpvhost::dataplane
