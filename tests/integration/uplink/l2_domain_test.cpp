@@ -24,7 +24,7 @@ class L2Domain : public UplinkTest {
   void start(const json& up1_extra = json::object()) {
     std::string error;
     ASSERT_TRUE(lab_.create_second_veth(error)) << error;
-    json up1 = {{"name", "up1"}, {"interface", UplinkLab::kNode1If}, {"queues", {0}}};
+    json up1 = {{"name", "up1"}, {"interface", UplinkLab::kSecondLan.node_if}, {"queues", {0}}};
     up1.update(up1_extra);
     json vm2 = port_config(kVm2);
     vm2["uplink"] = "up1";
@@ -36,7 +36,7 @@ class L2Domain : public UplinkTest {
     ASSERT_NO_FATAL_FAILURE(connect_guest(vm2_, kVm2));
     ASSERT_NO_FATAL_FAILURE(connect_guest(vm3_, kVm3));
     wire0_ = capture(UplinkLab::kPeerIf);
-    wire1_ = capture(UplinkLab::kPeer1If);
+    wire1_ = capture(UplinkLab::kSecondLan.peer_if);
   }
   // A packet socket on the peer's end of a veth: what the node sent there.
   std::unique_ptr<PacketSocket> capture(const char* ifname) {

@@ -41,27 +41,21 @@ bool UplinkLab::create_namespaces(std::string& error) {
 
 namespace {
 
-struct VethEnd {
-  const char* ifname;
-  const char* mac;
-  const char* ip;
-};
-
 // A veth pair between the two namespaces, addressed and up.
-bool create_pair(const std::string& node_ns, const std::string& peer_ns, VethEnd node, VethEnd peer,
-                 int queues, std::string& error) {
+bool create_pair(const std::string& node_ns, const std::string& peer_ns,
+                 const UplinkLab::VethPair& v, int queues, std::string& error) {
   const std::string n = "ip -n " + node_ns + " ";
   const std::string p = "ip -n " + peer_ns + " ";
   const std::string q = queues > 1 ? " numrxqueues " + std::to_string(queues) + " numtxqueues " +
                                          std::to_string(queues)
                                    : "";
-  const std::string script = "set -e; " + n + "link add " + node.ifname + " address " + node.mac +
-                             q + " type veth peer name " + peer.ifname + " address " + peer.mac +
-                             " netns " + peer_ns + "; " + n + "addr add " + node.ip + "/24 dev " +
-                             node.ifname + "; " + p + "addr add " + peer.ip + "/24 dev " +
-                             peer.ifname + "; " + "ip netns exec " + peer_ns + " ethtool -K " +
-                             peer.ifname + " tx off >/dev/null; " + n + "link set " + node.ifname +
-                             " up; " + p + "link set " + peer.ifname + " up";
+  const std::string script = "set -e; " + n + "link add " + v.node_if + " address " + v.node_mac +
+                             q + " type veth peer name " + v.peer_if + " address " + v.peer_mac +
+                             " netns " + peer_ns + "; " + n + "addr add " + v.node_ip + "/24 dev " +
+                             v.node_if + "; " + p + "addr add " + v.peer_ip + "/24 dev " +
+                             v.peer_if + "; " + "ip netns exec " + peer_ns + " ethtool -K " +
+                             v.peer_if + " tx off >/dev/null; " + n + "link set " + v.node_if +
+                             " up; " + p + "link set " + v.peer_if + " up";
   if (run_shell(script, &error) != 0) return false;
   error.clear();
   return true;
@@ -70,13 +64,11 @@ bool create_pair(const std::string& node_ns, const std::string& peer_ns, VethEnd
 }  // namespace
 
 bool UplinkLab::create_veth(std::string& error, int queues) {
-  return create_pair(node_ns(), peer_ns(), {kNodeIf, kNodeMac, kNodeIp},
-                     {kPeerIf, kPeerMac, kPeerIp}, queues, error);
+  return create_pair(node_ns(), peer_ns(), kFirstLan, queues, error);
 }
 
 bool UplinkLab::create_second_veth(std::string& error) {
-  return create_pair(node_ns(), peer_ns(), {kNode1If, kNode1Mac, kNode1Ip},
-                     {kPeer1If, kPeer1Mac, kPeer1Ip}, 1, error);
+  return create_pair(node_ns(), peer_ns(), kSecondLan, 1, error);
 }
 
 bool UplinkLab::delete_veth(std::string* error) {

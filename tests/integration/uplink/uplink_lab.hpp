@@ -42,12 +42,14 @@ class UplinkLab {
   static constexpr const char* kPeerMac = "02:78:76:00:00:02";
   static constexpr const char* kNodeIp = "10.99.0.2";
   static constexpr const char* kPeerIp = "10.99.0.1";
-  static constexpr const char* kNode1If = "xvu-n1";
-  static constexpr const char* kPeer1If = "xvu-p1";
-  static constexpr const char* kNode1Mac = "02:78:76:00:01:01";
-  static constexpr const char* kPeer1Mac = "02:78:76:00:01:02";
-  static constexpr const char* kNode1Ip = "10.98.0.2";
-  static constexpr const char* kPeer1Ip = "10.98.0.1";
+  // A veth pair's two ends: interface, MAC, address (/24).
+  struct VethPair {
+    const char *node_if, *node_mac, *node_ip;
+    const char *peer_if, *peer_mac, *peer_ip;
+  };
+  static constexpr VethPair kFirstLan{kNodeIf, kNodeMac, kNodeIp, kPeerIf, kPeerMac, kPeerIp};
+  static constexpr VethPair kSecondLan{"xvu-n1", "02:78:76:00:01:01", "10.98.0.2",
+                                       "xvu-p1", "02:78:76:00:01:02", "10.98.0.1"};
 
   UplinkLab();
   UplinkLab(const UplinkLab&) = delete;
@@ -59,7 +61,7 @@ class UplinkLab {
   // `queues`: RX and TX queues of the node end (veth's numrxqueues/numtxqueues).
   bool create_veth(std::string& error, int queues = 1);
   bool delete_veth(std::string* error = nullptr);
-  // The second pair (xvu-n1/xvu-p1), a LAN of its own.
+  // The second pair (kSecondLan), a LAN of its own.
   bool create_second_veth(std::string& error);
 
   const std::string& node_ns() const noexcept { return node_.name(); }
