@@ -145,6 +145,9 @@ Config config_from_json(const json& j) {
           c.mac_learning.prefixes.push_back(*prefix);
     c.mac_learning.wire_source_age_s =
         opt_u32(*it, "wire_source_age_s").value_or(c.mac_learning.wire_source_age_s);
+    auto& requests = c.mac_learning.requests;
+    requests.per_second = opt_u32(*it, "relearn_per_s").value_or(requests.per_second);
+    requests.burst = opt_u32(*it, "relearn_burst").value_or(requests.burst);
   }
   if (auto it = j.find("metrics"); it != j.end()) c.metrics.listen = it->value("listen", "");
   if (auto it = j.find("log"); it != j.end()) {

@@ -19,6 +19,7 @@
 #include "config/config_result.hpp"
 #include "controller/port_config.hpp"
 #include "controller/uplink_config.hpp"
+#include "dataplane/mac_policy.hpp"
 #include "dataplane/tunables.hpp"
 #include "net/mac_prefix.hpp"
 
@@ -69,6 +70,7 @@ struct SecurityConfig {
 struct MacLearningConfig {
   std::vector<net::MacPrefix> prefixes;   // empty: any MAC
   std::uint32_t wire_source_age_s = 300;  // a source seen on an uplink since: not learned; 0: off
+  dataplane::LearnRequestRate requests;   // relearn_per_s, relearn_burst
   bool operator==(const MacLearningConfig&) const = default;
 };
 

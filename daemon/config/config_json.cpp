@@ -100,7 +100,9 @@ json to_json(const Config& c) {
   json prefixes = json::array();
   for (const auto& p : c.mac_learning.prefixes) prefixes.push_back(p.to_string());
   j["mac_learning"] = {{"prefixes", std::move(prefixes)},
-                       {"wire_source_age_s", c.mac_learning.wire_source_age_s}};
+                       {"wire_source_age_s", c.mac_learning.wire_source_age_s},
+                       {"relearn_per_s", c.mac_learning.requests.per_second},
+                       {"relearn_burst", c.mac_learning.requests.burst}};
   if (c.state_file) j["state_file"] = *c.state_file;
   if (c.bpf_object) j["bpf_object"] = *c.bpf_object;
   return j;

@@ -199,6 +199,7 @@ std::string Daemon::open_port(const PortConfig& port) {
       dataplane::PortTunables::of(resolve(config_.tunables, port.tunables)),
       [this](const controller::GuestPortController& p, const net::MacAddress& mac,
              std::string& why) { return allow_learned_mac(p, mac, why); });
+  controller->set_learn_request_rate(config_.mac_learning.requests);
   std::string error;
   if (!controller->start(error)) return error;
   spdlog::info("port {}: {} socket {} mac {} ({})", port.name, vhost::to_string(port.mode),
@@ -399,6 +400,7 @@ std::vector<std::string> Daemon::reload(const Config& next) {
   config_.security = next.security;  // in force from the next start
   if (!(next.mac_learning == config_.mac_learning)) {
     config_.mac_learning = next.mac_learning;  // the next decision follows it
+    for (auto& [name, port] : ports_) port->set_learn_request_rate(config_.mac_learning.requests);
     spdlog::info("reload: mac_learning changed");
   }
 

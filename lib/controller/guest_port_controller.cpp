@@ -201,7 +201,14 @@ bool GuestPortController::request(const net::MacAddress& mac) noexcept {
   }
 }
 
+void GuestPortController::set_learn_request_rate(const dataplane::LearnRequestRate& rate) {
+  each_group([rate](GuestPort& port) { port.set_learn_request_rate(rate); });
+}
+
 void GuestPortController::decide(const net::MacAddress& mac) {
+  // The decision (a new switch table for every thread, the XDP map and the
+  // NIC's filter) is work the guest caused: it is charged to its frontend.
+  const sys::TurnCharge charge{endpoint_->budget()};
   std::string why;
   if (const auto refusal = arbiter_ ? arbiter_(*this, mac, why) : std::nullopt) {
     ++refusals_;
@@ -220,8 +227,10 @@ void GuestPortController::decide(const net::MacAddress& mac) {
   mac_ = mac;
   mac_source_ = MacSource::kLearned;
   each_group([mac](GuestPort& port) { port.mac_learned(mac); });
-  spdlog::info("port {}: learned MAC {}{}", config_.name, mac.to_string(),
-               old ? " (was " + old->to_string() + ")" : std::string());
+  ++learned_;
+  if (sys::worth_logging(learned_))
+    spdlog::info("port {}: learned MAC {}{} (#{})", config_.name, mac.to_string(),
+                 old ? " (was " + old->to_string() + ")" : std::string(), learned_);
 }
 
 }  // namespace xdpvhost::controller

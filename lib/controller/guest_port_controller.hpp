@@ -99,6 +99,8 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   const std::optional<MacRefusalRecord>& last_mac_refusal() const noexcept { return last_refusal_; }
 
   void set_tunables(const PortTunables& t);
+  // How often the guest may ask for a learning decision (mac_learning).
+  void set_learn_request_rate(const dataplane::LearnRequestRate& rate);
 
   // The port's guest is stopped: no ring runs (it migrated away, or went).
   bool guest_stopped() const noexcept;
@@ -136,6 +138,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   MacSource mac_source_ = MacSource::kNone;
   std::uint64_t announcements_ = 0;  // SEND_RARP requests handled (logged at powers of two)
   std::uint64_t refusals_ = 0;
+  std::uint64_t learned_ = 0;  // MACs learned (logged as refusals are: sys/log_rate.hpp)
   std::optional<MacRefusalRecord> last_refusal_;
   std::uint16_t thread_;
   std::unique_ptr<GuestPort> port_;                // group 0

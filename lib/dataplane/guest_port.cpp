@@ -100,7 +100,7 @@ GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, O
   tx_vrings_.reserve(kMaxQueuePairs);
   running_vrings_.reserve(kMaxVrings);
   rx_chains_.resize(4);
-  flood_.set_rate(tunables_.flood_rate);
+  flood_.set_rate(tunables_.flood_rate, flood_bucket(tunables_.flood_rate));
 }
 
 bool GuestPort::broken() const noexcept {
@@ -155,6 +155,12 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
 void GuestPort::mac_learned(const net::MacAddress& mac) noexcept {
   source_.learned(mac);
   if (group() == id()) counters().mac_learned.add();  // once per port, not per queue group
+}
+
+void GuestPort::count_refused(Admission admission) noexcept {
+  counters().drop(DropReason::kSpoofedSource);
+  if (admission == Admission::kRefuseOwned) counters().refused(MacRefusal::kAnotherPort);
+  if (admission == Admission::kRefuseRateLimited) counters().refused(MacRefusal::kRateLimited);
 }
 
 void GuestPort::mac_refused(const net::MacAddress& mac, MacRefusal why) noexcept {
@@ -307,8 +313,7 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
         q.ring.unpop(1);
         break;
       }
-      counters().drop(DropReason::kSpoofedSource);
-      if (admission == Admission::kRefuseOwned) counters().refused(MacRefusal::kAnotherPort);
+      count_refused(admission);
     } else if (frame.is_multicast() && !flood_.allow(frame.offload.segments)) {
       counters().drop(DropReason::kFloodLimited);
     } else {
@@ -352,8 +357,7 @@ void GuestPort::send_announce(Forwarder& forwarder) {
       announce_pending_ = true;  // sent once its source is decided on
       return;
     }
-    counters().drop(DropReason::kSpoofedSource);
-    if (admission == Admission::kRefuseOwned) counters().refused(MacRefusal::kAnotherPort);
+    count_refused(admission);
     return;
   }
   if (!flood_.allow()) {  // a broadcast like any the guest sends

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/flood_limiter.hpp"
+#include "dataplane/token_bucket.hpp"
 #include "dataplane/frame_backlog.hpp"
 #include "dataplane/mac_policy.hpp"
 #include "dataplane/mac_refusal.hpp"
@@ -58,7 +58,10 @@ class GuestPort final : public Port {
   void set_mtu(std::uint32_t mtu) noexcept;
   void set_tunables(const PortTunables& t) noexcept {
     tunables_ = t;
-    flood_.set_rate(t.flood_rate);
+    flood_.set_rate(t.flood_rate, flood_bucket(t.flood_rate));
+  }
+  void set_learn_request_rate(const LearnRequestRate& rate) noexcept {
+    source_.set_request_rate(rate);
   }
   // The answers to a learning request (see SourceGuard).
   void mac_learned(const net::MacAddress& mac) noexcept;
@@ -162,6 +165,8 @@ class GuestPort final : public Port {
                           std::uint32_t len, const net::GuestForward* patch);
   unsigned drain_backlog();
   void send_announce(Forwarder& forwarder);
+  // A frame its source may not send (SourceGuard): dropped, and why counted.
+  void count_refused(Admission admission) noexcept;
   // Marks the buffers of the `n` chains the last frame (`bytes`) was
   // written to in the dirty log; false (queue broken) if it cannot.
   bool log_rx(Queue& q, unsigned n, std::uint32_t bytes) noexcept;
@@ -181,7 +186,7 @@ class GuestPort final : public Port {
   Options options_;
   PortTunables tunables_;
   SourceGuard source_;
-  FloodLimiter flood_;
+  TokenBucket flood_;
   std::uint32_t max_frame_;
   std::atomic<std::uint64_t> features_{0};
   std::uint32_t header_size_ = 12;

@@ -18,6 +18,14 @@ namespace xdpvhost::dataplane {
 
 enum class MacPolicy : std::uint8_t { kFixed, kLearn, kLearnMove };
 
+// How often a port may ask the control side for a learning decision: the
+// one place of mac_learning.relearn_per_s and relearn_burst's defaults.
+struct LearnRequestRate {
+  std::uint32_t per_second = 1;  // 0: no limit
+  std::uint32_t burst = 4;
+  bool operator==(const LearnRequestRate&) const = default;
+};
+
 // "fixed" / "learn" / "learn-move": the config file's spelling.
 constexpr const char* to_string(MacPolicy policy) noexcept {
   switch (policy) {

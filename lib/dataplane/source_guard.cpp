@@ -18,7 +18,9 @@ Admission SourceGuard::admit_new(const net::MacAddress& src, const SwitchTable* 
       owned_ = src;
       return Admission::kRefuseOwned;
     }
-  if (learner_ == nullptr || !learner_->request(src)) return Admission::kRefuse;
+  if (learner_ == nullptr) return Admission::kRefuse;
+  if (!requests_.allow()) return Admission::kRefuseRateLimited;
+  if (!learner_->request(src)) return Admission::kRefuse;
   pending_ = true;
   candidate_ = src;
   return Admission::kHold;

@@ -17,18 +17,22 @@
 //   a request is pending                -> the candidate's frames are held
 //                                          (they wait in the guest's ring),
 //                                          any other source is refused
+//   the port asked too often            -> refused, not asked (kRefuseRateLimited:
+//                                          a token bucket, set_request_rate)
 //   else: the control side is asked (MacLearner), the frame held
 //
 // Nothing from a candidate enters the switch before the control side has
 // decided: a MAC it refuses (someone else's on the LAN) never reaches the
 // wire or another guest. At most one request is outstanding, so a guest
 // cycling through source MACs costs the control thread one decision at a
-// time and the datapath nothing.
+// time and the datapath nothing, and the bucket bounds how many decisions
+// (each a new switch table, XDP map entry and NIC filter entry) it gets.
 
 #include <cstdint>
 #include <optional>
 
 #include "dataplane/mac_policy.hpp"
+#include "dataplane/token_bucket.hpp"
 #include "net/mac_address.hpp"
 
 namespace xdpvhost::dataplane {
@@ -48,16 +52,19 @@ class MacLearner {
 
 // What to do with a frame from a source (SourceGuard::admit).
 enum class Admission : std::uint8_t {
-  kAdmit,        // into the switch
-  kHold,         // leave it where it is: the control side is deciding on its source
-  kRefuse,       // drop it (spoofed_source)
-  kRefuseOwned,  // drop it: the first frame from another port's MAC (counted once)
+  kAdmit,              // into the switch
+  kHold,               // leave it where it is: the control side is deciding on its source
+  kRefuse,             // drop it (spoofed_source)
+  kRefuseOwned,        // drop it: the first frame from another port's MAC (counted once)
+  kRefuseRateLimited,  // drop it: the port asked for decisions too often (counted per frame)
 };
 
 class SourceGuard {
  public:
   SourceGuard(MacPolicy policy, std::optional<net::MacAddress> mac, MacLearner* learner) noexcept
-      : policy_(policy), mac_(mac), learner_(learner) {}
+      : policy_(policy), mac_(mac), learner_(learner) {
+    set_request_rate(LearnRequestRate{});
+  }
 
   // Whether a frame from `src` may enter the switch; `table` (may be null)
   // says which port owns which MAC, `self` is this guard's port.
@@ -76,6 +83,11 @@ class SourceGuard {
   // port has none until it learns again.
   void released() noexcept;
 
+  // Requests to the control side at most at this rate; the bucket starts full.
+  void set_request_rate(const LearnRequestRate& rate) noexcept {
+    requests_.set_rate(rate.per_second, rate.burst);
+  }
+
   MacPolicy policy() const noexcept { return policy_; }
   const std::optional<net::MacAddress>& mac() const noexcept { return mac_; }
   bool pending() const noexcept { return pending_; }
@@ -87,6 +99,7 @@ class SourceGuard {
   MacPolicy policy_;
   std::optional<net::MacAddress> mac_;
   MacLearner* learner_;
+  TokenBucket requests_;
   bool pending_ = false;
   net::MacAddress candidate_;
   std::optional<net::MacAddress> refused_;  // the last MAC the control side refused

@@ -85,6 +85,9 @@ class SocketEndpoint {
   State state() const noexcept { return state_; }
   const Counters& counters() const noexcept { return counters_; }
   const Options& options() const noexcept { return options_; }
+  // The frontend's share of the control thread; work done elsewhere on the
+  // port's behalf (a MAC learning decision) is charged to it too.
+  sys::CpuBudget& budget() noexcept { return budget_; }
 
  private:
   void set_state(State s);

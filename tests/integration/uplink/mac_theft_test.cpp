@@ -7,6 +7,8 @@
 // pings and the bystander's traffic go where they went before, and nothing
 // the attacker sent from the stolen MAC reached the wire or another guest.
 
+#include <set>
+
 #include "peer_sockets.hpp"
 #include "uplink_fixture.hpp"
 
@@ -19,20 +21,22 @@ constexpr const char* kAttackerIp = "10.99.0.66";
 
 class MacTheft : public UplinkTest {
  protected:
-  static json learning_port(const std::string& name, const std::string& socket) {
+  static json learning_port(const std::string& name, const std::string& socket,
+                            const char* policy = "learn") {
     return {{"name", name},
             {"socket", socket},
             {"mode", "server"},
-            {"mac_policy", "learn"},
+            {"mac_policy", policy},
             {"uplink", "up0"}};
   }
-  // up0, the bystander vm1 (fixed MAC, connected) and the learning port att.
-  void start(const json& extra = json::object()) {
-    ASSERT_NO_FATAL_FAILURE(start_daemon(
-        daemon_config(json::array({uplink_config()}),
-                      json::array({port_config(kVm1), learning_port("att", socket_path("att")),
-                                   learning_port("new", socket_path("new"))}),
-                      extra)));
+  // up0, the bystander vm1 (fixed MAC, connected) and the learning ports att
+  // (`att_policy`) and new.
+  void start(const json& extra = json::object(), const char* att_policy = "learn") {
+    ASSERT_NO_FATAL_FAILURE(start_daemon(daemon_config(
+        json::array({uplink_config()}),
+        json::array({port_config(kVm1), learning_port("att", socket_path("att"), att_policy),
+                     learning_port("new", socket_path("new"))}),
+        extra)));
     ASSERT_NO_FATAL_FAILURE(connect_guest(vm1_, kVm1));
   }
   // A guest on port `port` whose frames come from `mac`.
@@ -195,6 +199,58 @@ TEST_F(MacTheft, OnlyMacsInTheConfiguredPrefixesAreLearnedAndAFirstFrameWaitsNot
   const json s = port_stats("new");
   EXPECT_EQ(total(s.at("drops")), 0u) << s.dump();
   EXPECT_EQ(total(s.at("mac_refused")), 0u) << s.dump();
+}
+
+// A learn-move guest that sends each frame from a new source MAC gets its
+// burst of decisions (mac_learning.relearn_burst, 4) and then one a second:
+// the others are refused on the datapath without asking (rate_limited),
+// none of their frames reaches the wire (no CAM-table flood on the LAN),
+// and the log shows each decision, not each frame.
+TEST_F(MacTheft, AGuestCyclingThroughSourceMacsGetsItsBurstOfDecisionsNotOnePerFrame) {
+  ASSERT_NO_FATAL_FAILURE(start(json::object(), "learn-move"));
+  std::unique_ptr<UdpSocket> sink;
+  {
+    NetnsScope in(lab_.peer_fd());
+    sink = std::make_unique<UdpSocket>(7501, 4 << 20);
+  }
+  const auto wire = peer_capture();
+  ASSERT_NO_FATAL_FAILURE(connect_sender(att_, "att", "52:54:00:99:00:00", kAttackerIp));
+  constexpr int kFrames = 100;
+  for (int i = 0; i < kFrames; ++i) {
+    auto frame = att_->udp_to(kPeerMac, kPeerIp, 7500, 7501,
+                              testing::payload_pattern(64, static_cast<unsigned>(i)));
+    frame[10] = static_cast<std::uint8_t>(i >> 8);  // a new source MAC each frame
+    frame[11] = static_cast<std::uint8_t>(i);
+    ASSERT_TRUE(att_->send(frame));
+  }
+  ASSERT_TRUE(att_->wait_tx_done());
+  EXPECT_TRUE(wait_for([&] {
+    const json s = port_stats("att");
+    return u(s.at("drops"), "spoofed_source") + u(s, "rx_packets") >= kFrames;
+  })) << port_stats("att").dump();
+  const json s = port_stats("att");
+  const std::uint64_t learned = u(s, "rx_packets");
+  EXPECT_GE(learned, 4u) << s.dump();
+  EXPECT_LE(learned, 6u) << "the burst, and a token a second since: " << s.dump();
+  EXPECT_EQ(mac_refused("att", "rate_limited"), kFrames - learned) << s.dump();
+  EXPECT_EQ(u(s.at("drops"), "spoofed_source"), kFrames - learned);
+  // Only the learned MACs' frames reached the LAN.
+  int arrived = 0;
+  while (sink->receive(500)) ++arrived;
+  EXPECT_EQ(static_cast<std::uint64_t>(arrived), learned);
+  std::set<MacAddress> sources;
+  for (const auto& f : wire->receive(256, 300))
+    if (const PacketView v = PacketView::parse(f); v.udp && v.dst_port == 7501)
+      sources.insert(v.src);
+  EXPECT_EQ(sources.size(), learned);
+  std::size_t lines = 0;
+  const std::string log = daemon_->log();
+  for (auto at = log.find("port att: learned MAC"); at != std::string::npos;
+       at = log.find("port att: learned MAC", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, learned) << "a line a decision, none a refused frame";
+  // The bystander is served throughout.
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
 }
 
 }  // namespace

@@ -70,6 +70,9 @@ TEST(Config, DefaultsOfAnEmptyConfig) {
   EXPECT_FALSE(c.bpf_object);
   EXPECT_TRUE(c.mac_learning.prefixes.empty());
   EXPECT_EQ(c.mac_learning.wire_source_age_s, 300u);
+  EXPECT_EQ(c.mac_learning.requests, dataplane::LearnRequestRate{});
+  EXPECT_EQ(c.mac_learning.requests.per_second, 1u);
+  EXPECT_EQ(c.mac_learning.requests.burst, 4u);
 }
 
 TEST(Config, PortDefaults) {
@@ -145,6 +148,7 @@ TEST(Config, FullExampleHasEveryValue) {
   ASSERT_EQ(c.mac_learning.prefixes.size(), 2u);
   EXPECT_EQ(c.mac_learning.prefixes[0], net::MacPrefix::parse("52:54:00:00:00:00/24"));
   EXPECT_EQ(c.mac_learning.wire_source_age_s, 600u);
+  EXPECT_EQ(c.mac_learning.requests, (dataplane::LearnRequestRate{2, 8}));
 
   Tunables vm1 = resolve(c.tunables, c.ports[0].tunables);
   EXPECT_EQ(vm1.signal_batch, 16u);
@@ -318,17 +322,20 @@ TEST(Config, MacMustBeUnicast) {
   EXPECT_TRUE(parse_config({{"ports", {port("vm1", "02:00:00:00:00:01")}}}).ok());
 }
 
-TEST(Config, MacLearningPrefixesAndWireAge) {
+TEST(Config, MacLearningPrefixesWireAgeAndRate) {
   auto r = parse_config({{"mac_learning",
                           {{"prefixes", {"52:54:00:00:00:00/24", "02:00:00:00:00:00/8"}},
-                           {"wire_source_age_s", 0}}}});
+                           {"wire_source_age_s", 0},
+                           {"relearn_per_s", 0}}}});
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->mac_learning.prefixes.size(), 2u);
   EXPECT_EQ(r->mac_learning.prefixes[1].to_string(), "02:00:00:00:00:00/8");
   EXPECT_EQ(r->mac_learning.wire_source_age_s, 0u);
   EXPECT_EQ(to_json(*r)["mac_learning"],
             (json{{"prefixes", {"52:54:00:00:00:00/24", "02:00:00:00:00:00/8"}},
-                  {"wire_source_age_s", 0}}));
+                  {"wire_source_age_s", 0},
+                  {"relearn_per_s", 0},
+                  {"relearn_burst", 4}}));
   ConfigError e = refused({{"mac_learning", {{"prefixes", {"52:54:00:00:00:01/24"}}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kInvalid);
   EXPECT_EQ(e.message,
@@ -337,6 +344,8 @@ TEST(Config, MacLearningPrefixesAndWireAge) {
   e = refused({{"mac_learning", {{"prefixes", {"52:54:00/24"}}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kSchema);
   e = refused({{"mac_learning", {{"wire_source_age_s", 86401}}}});
+  EXPECT_EQ(e.kind, ConfigErrorKind::kSchema);
+  e = refused({{"mac_learning", {{"relearn_burst", 0}}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kSchema);
 }
 
@@ -397,7 +406,10 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
       (json{{"socket", "/run/xdpvhost/control.sock"}, {"mode", "0660"}, {"idle_timeout_s", 60}}));
   EXPECT_EQ(j["socket_dirs"], json::array());
   EXPECT_EQ(j["security"], (json{{"seccomp", true}}));
-  EXPECT_EQ(j["mac_learning"], (json{{"prefixes", json::array()}, {"wire_source_age_s", 300}}));
+  EXPECT_EQ(j["mac_learning"], (json{{"prefixes", json::array()},
+                                     {"wire_source_age_s", 300},
+                                     {"relearn_per_s", 1},
+                                     {"relearn_burst", 4}}));
   EXPECT_EQ(j["threads"], (json{{"count", 1}}));
   EXPECT_EQ(j["tunables"].size(), 8u);
   EXPECT_EQ(j["metrics"]["listen"], "");

@@ -63,6 +63,8 @@ TEST(CounterTables, MacRefusalReasonsAreTheSchemas) {
   std::set<std::string> reasons;
   for (std::size_t i = 0; i < dataplane::kMacRefusals; ++i)
     reasons.insert(dataplane::to_string(static_cast<dataplane::MacRefusal>(i)));
+  // Made on the datapath without a decision: counted, never in port.get.
+  EXPECT_EQ(reasons.erase("rate_limited"), 1u);
   std::set<std::string> listed;
   for (const auto& r : stats_def("port_detail")
                            .at("properties")

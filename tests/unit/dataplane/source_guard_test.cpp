@@ -139,5 +139,34 @@ TEST(SourceGuard, ARefusedMacStaysRefusedAndAFailedRequestIsAskedAgain) {
   EXPECT_EQ(learner.asked.size(), 3u);
 }
 
+TEST(SourceGuard, AGuestCyclingThroughMacsGetsItsBurstOfDecisionsThenItsRate) {
+  RecordingLearner learner;
+  SourceGuard g(MacPolicy::kLearnMove, std::nullopt, &learner);
+  // The default: 1 a second, 4 at once.
+  std::uint8_t next = 1;
+  for (int i = 0; i < 4; ++i, ++next) {
+    EXPECT_EQ(g.admit(mac(next), nullptr, nullptr), kHold) << i;
+    g.learned(mac(next));
+  }
+  EXPECT_EQ(g.admit(mac(next), nullptr, nullptr), Admission::kRefuseRateLimited);
+  EXPECT_EQ(g.admit(mac(next + 1), nullptr, nullptr), Admission::kRefuseRateLimited);
+  EXPECT_EQ(g.admit(mac(next - 1), nullptr, nullptr), kAdmit) << "its MAC still passes";
+  EXPECT_EQ(learner.asked.size(), 4u) << "refused without asking";
+  // A new rate refills the bucket; 0 is no limit.
+  g.set_request_rate(LearnRequestRate{0, 1});
+  for (int i = 0; i < 100; ++i, ++next) {
+    ASSERT_EQ(g.admit(mac(next), nullptr, nullptr), kHold) << i;
+    g.learned(mac(next));
+  }
+  EXPECT_EQ(learner.asked.size(), 104u);
+  g.set_request_rate(LearnRequestRate{1000, 2});
+  EXPECT_EQ(g.admit(mac(201), nullptr, nullptr), kHold);
+  g.refused(mac(201));
+  EXPECT_EQ(g.admit(mac(202), nullptr, nullptr), kHold) << "a refusal takes a token too";
+  g.refused(mac(202));
+  EXPECT_EQ(g.admit(mac(203), nullptr, nullptr), Admission::kRefuseRateLimited);
+  EXPECT_EQ(g.admit(mac(202), nullptr, nullptr), kRefuse) << "a refused MAC costs nothing";
+}
+
 }  // namespace
 }  // namespace xdpvhost::dataplane
