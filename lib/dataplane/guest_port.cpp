@@ -266,10 +266,12 @@ unsigned GuestPort::poll(Forwarder& forwarder) {
 }
 
 unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder) {
+  // Bounded cost per round: tx_burst packets (a GSO frame counts its
+  // segments: the packets it becomes on the wire or for a guest without
+  // GSO), and at most kDescriptorsPerRound descriptors walked, so a guest of
+  // long chains or many-segment frames cannot hold up the others on this
+  // thread. The first frame of a round always goes, whatever its segments.
   unsigned n = 0;
-  // Bounded cost per round: tx_burst chains, and at most kDescriptorsPerRound
-  // descriptors walked, so a guest of long chains cannot hold up the others
-  // on this thread.
   std::uint32_t walked = 0;
   while (n < tunables_.tx_burst && walked < kDescriptorsPerRound) {
     // A chain longer than the longest frame the guest may send is not walked
@@ -327,6 +329,7 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
       counters().rx_bytes.add(frame.len);
       pair_counters_[vring / 2].rx_packets.add();
       if (frame.offload.is_gso()) counters().gso_rx.add();
+      n += frame.offload.segments - 1;  // the chain's 1 is added below
     }
     q.ring.add_used(tx_chain_.head, 0);
     if (q.ring.staged_used() >= tunables_.signal_batch) flush(q);

@@ -10,7 +10,7 @@ namespace xdpvhost::net {
 enum class OffloadError : std::uint8_t {
   none,
   gso_bad_type,             // unknown gso_type, or UFO (3): IP fragmentation is not done
-  gso_bad_size,             // gso_size 0
+  gso_bad_size,             // gso_size below min_gso_size() (0 included)
   gso_size_too_big,         // a segment's IP packet would exceed the MTU
   gso_too_many_segments,    // payload / gso_size above the policy's bound
   gso_bad_hdr_len,          // hdr_len beyond the frame (or not exact with GUEST_HDRLEN)

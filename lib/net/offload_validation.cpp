@@ -9,7 +9,7 @@ std::uint16_t l4_checksum_offset(L4Kind l4) noexcept {
 
 OffloadError check_gso_request(const ByteSpans& frame, const GsoRequest& gso,
                                const OffloadPolicy& policy) noexcept {
-  if (gso.gso_size == 0) return OffloadError::gso_bad_size;
+  if (gso.gso_size < min_gso_size(gso.type)) return OffloadError::gso_bad_size;
   if (gso.ecn && (!policy.ecn || gso.type == GsoType::udp_l4)) return OffloadError::gso_ecn_refused;
   if (frame.len > policy.max_frame_len) return OffloadError::gso_frame_too_long;
   if (gso.hdr_len > frame.len) return OffloadError::gso_bad_hdr_len;

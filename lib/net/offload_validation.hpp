@@ -4,7 +4,9 @@
 //
 // Rules, in the order they are checked (first failure wins):
 //  - No GSO and no NEEDS_CSUM: accepted without parsing.
-//  - GSO: gso_size > 0; the ECN bit only if the policy allows it (HOST_ECN)
+//  - GSO: gso_size at least min_gso_size() (a frame of one-byte segments
+//    would make a short descriptor hundreds of packets on the wire); the
+//    ECN bit only if the policy allows it (HOST_ECN)
 //    and never on USO; the frame at most policy.max_frame_len.
 //  - hdr_len (GSO frames only) must not pass the frame's end. It is not
 //    otherwise trusted: Linux guests send skb_headlen() there, a hint that
@@ -39,6 +41,22 @@
 #include "net/packet_headers.hpp"
 
 namespace xdpvhost::net {
+
+// The smallest gso_size a sender may ask for: TCP over IPv4 48 (Linux's
+// tcp_min_snd_mss), TCP over IPv6 88, UDP 8 (as Linux enforces them).
+constexpr std::uint16_t min_gso_size(GsoType type) noexcept {
+  switch (type) {
+    case GsoType::tcpv4:
+      return 48;
+    case GsoType::tcpv6:
+      return 88;
+    case GsoType::udp_l4:
+      return 8;
+    case GsoType::none:
+      break;
+  }
+  return 1;
+}
 
 struct OffloadPolicy {
   std::uint32_t mtu = 1500;  // the sender's MTU: bounds each segment's IP packet

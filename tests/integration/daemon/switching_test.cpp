@@ -501,6 +501,44 @@ TEST_F(Switching, BadOffloadHeadersAreDroppedAndCountedByReason) {
   EXPECT_TRUE(same_frames(marker, receive(*b, 1)));
 }
 
+// Amplification with tiny segments: one 322-byte TSO descriptor of gso_size
+// 1 would be 268 one-byte packets for a guest without TSO (and on the
+// wire). It is refused; the smallest gso_size Linux allows passes.
+TEST_F(Switching, TsoFramesOfTinySegmentsAreRefusedNotMultiplied) {
+  start_daemon({port("a", 1), port("b", 2)});
+  auto a = connect_guest("a");
+  fe::NegotiateOptions no_tso;
+  no_tso.accept_features &=
+      ~(virtio::bit(Feature::kNetGuestTso4) | virtio::bit(Feature::kNetGuestTso6) |
+        virtio::bit(Feature::kNetGuestUso4) | virtio::bit(Feature::kNetGuestUso6));
+  auto b = connect_receiving_guest("b", no_tso);
+  ASSERT_TRUE(a && b);
+  fe::TcpFrameSpec t;
+  t.dst_mac = kMacB;
+  t.src_mac = kMacA;
+  t.payload = fe::payload_pattern(268, 7);
+  const Bytes frame = fe::build_tcp(t);
+  ASSERT_EQ(frame.size(), 322u);
+  NetHeader h{};
+  h.flags = NetHeader::kFlagNeedsCsum;
+  h.gso_type = NetHeader::kGsoTcpv4;
+  h.hdr_len = 54;
+  h.csum_start = 34;
+  h.csum_offset = 16;
+  for (const std::uint16_t tiny : {1, 47}) {
+    h.gso_size = tiny;
+    ASSERT_TRUE(send_frames(*a, {frame}, 0, {}, h));
+  }
+  ASSERT_TRUE(tx_drained(*a));
+  EXPECT_TRUE(wait_until([&] { return drops("a", "bad_offload") == 2; })) << stats("a").dump();
+  EXPECT_EQ(stats("a").at("offload_refused").value("gso_bad_size", std::uint64_t{0}), 2u);
+  EXPECT_TRUE(receive(*b, 1, std::chrono::milliseconds(200)).empty());
+  h.gso_size = 48;
+  ASSERT_TRUE(send_frames(*a, {frame}, 0, {}, h));
+  EXPECT_EQ(receive(*b, 6).size(), 6u) << "268 bytes in segments of 48";
+  EXPECT_EQ(stats("b").at("gso_segments").get<std::uint64_t>(), 6u) << stats("b").dump();
+}
+
 TEST_F(Switching, OversizeRuntAndHairpinFramesAreDroppedByReason) {
   start_daemon(
       {port("a", 1), port("b", 2), port("j1", 4, {{"mtu", 9000}}), port("j2", 5, {{"mtu", 9000}})});

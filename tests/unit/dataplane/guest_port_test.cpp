@@ -394,6 +394,21 @@ TEST_F(GuestPortTest, ATsoFrameOfMoreSegmentsThanTheReceiversRingIsDroppedNotWai
   EXPECT_EQ(got[0].bytes, next);
 }
 
+// The per-round budget (tx_burst, 64) counts packets: a TSO frame its
+// segments. Frames of 14 segments: five in a round (14 * 4 = 56 < 64), not
+// the 64 chains a round would take of them otherwise (896 packets).
+TEST_F(GuestPortTest, ATsoFrameCountsAgainstItsSendersRoundBudgetBySegments) {
+  build(kTsoSender, kTsoReceiver);
+  b->guest.post_rx(128, 4096);
+  for (int i = 0; i < 10; ++i)
+    a->guest.send(test::tcp_frame(kMacB, kMacA, kGsoPayload), tso_header(), 3);
+  EXPECT_EQ(round(), 5u * 14u);
+  EXPECT_EQ(a->guest.tx_completed(), 5);
+  EXPECT_EQ(b->guest.received().size(), 5u);
+  round();
+  EXPECT_EQ(a->guest.tx_completed(), 10);
+}
+
 TEST_F(GuestPortTest, ATsoFrameOfOneSegmentAboveTheReceiversMtuIsOversize) {
   // GUEST_CSUM: the frame needs no work here, it would be passed on as it is.
   build(kTsoSender, test::default_features() | bit(Feature::kNetGuestCsum));

@@ -94,6 +94,31 @@ TEST(OffloadValidation, GsoSize) {
   EXPECT_EQ(c.offload.segments, 2u);
 }
 
+// Segments smaller than Linux allows would turn a short descriptor into
+// hundreds of packets: one 322-byte frame of gso_size 1 was 256 one-byte
+// packets on the wire.
+TEST(OffloadValidation, GsoSizeBelowTheProtocolsMinimumIsRefused) {
+  struct Case {
+    bool ipv6, udp;
+    std::uint16_t min;
+  };
+  for (const Case c :
+       {Case{false, false, 48}, Case{true, false, 88}, Case{false, true, 8}, Case{true, true, 8}}) {
+    PacketSpec s;
+    s.ipv6 = c.ipv6;
+    s.udp = c.udp;
+    Gso g = linux_tso(s, 268, 1);
+    EXPECT_EQ(check(g.frame, g.req).error, OffloadError::gso_bad_size) << c.min;
+    g.req.gso.gso_size = static_cast<std::uint16_t>(c.min - 1);
+    EXPECT_EQ(check(g.frame, g.req).error, OffloadError::gso_bad_size) << c.min;
+    g.req.gso.gso_size = c.min;
+    const OffloadCheck ok = check(g.frame, g.req);
+    EXPECT_TRUE(ok.ok()) << c.min << ": " << counter_name(ok.error);
+    EXPECT_EQ(ok.offload.segments, (268u + c.min - 1) / c.min);
+  }
+  EXPECT_EQ(min_gso_size(GsoType::tcpv4), 48);
+}
+
 TEST(OffloadValidation, PayloadThatFitsOneSegmentIsValid) {
   PacketSpec s;
   const Gso g = linux_tso(s, 1000);
