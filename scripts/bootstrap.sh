@@ -4,7 +4,7 @@
 set -eu
 
 PACKAGES="
-  build-essential cmake ninja-build pkg-config git ca-certificates
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
   clang llvm libclang-rt-14-dev clang-format clang-tidy
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev libmnl-dev
   libboost-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev

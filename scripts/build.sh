@@ -1,11 +1,11 @@
 #!/bin/sh
-# Configures and builds one tree. Usage: scripts/build.sh [release|asan|fuzz] [ninja targets...]
+# Configures and builds one tree. Usage: scripts/build.sh [release|fuzz] [ninja targets...]
 #   release -> build/       everything, Release (what packagers build: -O3, g++)
-#   asan    -> build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer, unit tests only
-#   fuzz    -> build-fuzz/  clang, everything instrumented for libFuzzer with ASan + UBSan,
-#                           the libFuzzer targets of tests/fuzz (target `fuzzers`) and the
-#                           unit tests; `ctest -L fuzz` runs each fuzzer for a bounded time
-#                           (CI builds only the target `fuzzers`: scripts/test.sh)
+#   fuzz    -> build-fuzz/  the sanitizer tree: clang, everything instrumented for
+#                           libFuzzer with AddressSanitizer + UndefinedBehaviorSanitizer;
+#                           the unit tests (CI runs them here: scripts/test.sh) and the
+#                           libFuzzer targets of tests/fuzz (target `fuzzers`), which
+#                           `scripts/fuzz.sh` runs for a bounded time each
 # XDPVHOST_BUILD_DIR=DIR builds the flavour in DIR instead (e.g. a second fuzz
 # tree while the first one is busy with long runs).
 # All treat warnings as errors (XDPVHOST_WERROR); a plain
@@ -16,10 +16,9 @@ flavour=${1:-release}
 [ $# -gt 0 ] && shift
 case "$flavour" in
   release) dir=build; extra="-DCMAKE_BUILD_TYPE=Release -DXDPVHOST_WERROR=ON" ;;
-  asan) dir=build-asan; extra="-DCMAKE_BUILD_TYPE=Debug -DXDPVHOST_SANITIZE=ON -DXDPVHOST_UNIT_TESTS_ONLY=ON -DXDPVHOST_WERROR=ON" ;;
   fuzz) dir=build-fuzz; extra="-DCMAKE_BUILD_TYPE=Debug -DXDPVHOST_FUZZ=ON -DXDPVHOST_UNIT_TESTS_ONLY=ON -DXDPVHOST_WERROR=ON"
         export CC=clang CXX=clang++ ;;
-  *) echo "usage: $0 [release|asan|fuzz] [targets...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [release|fuzz] [targets...]" >&2; exit 2 ;;
 esac
 dir=${XDPVHOST_BUILD_DIR:-$dir}
 # Configured every time (cheap): a tree made by an older script gets the
