@@ -3,7 +3,9 @@ them becomes part of a path, a file name, a CDI device name or a daemon
 port; and the names the plugin makes itself (port, directory, device).
 
 Every check raises InvalidName with a message that names the field, the
-value and the rule."""
+value and the rule. The binding sidecar checks the VMI's names with this
+module too (its image carries it: deploy/Dockerfile), so it imports nothing
+but the standard library."""
 
 import hashlib
 import re
@@ -15,6 +17,10 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 # Kubernetes UIDs are UUIDs; accept their character set, nothing that could
 # form a path (no '/', '.', '_').
 _UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+# A KubeVirt interface or network name: KubeVirt admits letters, digits, '-'
+# and '_' ("Network interface name can only contain alphabetical characters,
+# numbers, dashes (-) or underscores (_)").
+_INTERFACE = re.compile(r"^[A-Za-z0-9_-]+$")
 # The daemon's port and uplink names (proto/config.schema.json $defs/name).
 _DAEMON_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
@@ -68,6 +74,14 @@ def request_name(what, value):
     for part in parts:
         dns_label(what, part)
     return parts[0]
+
+
+def interface_name(what, value):
+    _text(what, value)
+    if len(value) > 253 or not _INTERFACE.match(value):
+        raise InvalidName(f"{what} {value[:80]!r} is not a KubeVirt interface name "
+                          "(letters, digits, '-' and '_')")
+    return value
 
 
 def daemon_name(what, value):

@@ -3,6 +3,7 @@
 with QEMU as the socket's server, and shared guest memory (the backend maps
 it). Everything else in the document is left as it came."""
 
+import re
 from xml.dom import minidom
 from xml.parsers.expat import ExpatError
 
@@ -63,19 +64,19 @@ def _interface(doc, iface, endpoint):
     return e
 
 
+# [DDDD:]BB:SS.F, as KubeVirt writes pciAddress; slot 0..0x1f, function 0..7.
+_PCI = re.compile(r"^(?:([0-9A-Fa-f]{4}):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])$")
+
+
 def _pci_address(doc, iface):
     text = iface.pci_address
-    try:
-        dom_bus, slot_fn = text.rsplit(":", 1)
-        domain, bus = dom_bus.split(":") if dom_bus.count(":") == 1 else ("0000", dom_bus)
-        slot, function = slot_fn.split(".")
-        values = [int(domain, 16), int(bus, 16), int(slot, 16), int(function, 16)]
-    except ValueError as e:
-        raise BindingError(f"interface {iface.name}: pciAddress {text!r} is not "
-                           "DDDD:BB:SS.F") from e
-    return _element(doc, "address", type="pci", domain=f"0x{values[0]:04x}",
-                    bus=f"0x{values[1]:02x}", slot=f"0x{values[2]:02x}",
-                    function=f"0x{values[3]:x}")
+    m = _PCI.match(text)
+    if not m or int(m.group(3), 16) > 0x1F:
+        raise BindingError(f"interface {iface.name}: pciAddress {text[:40]!r} is not "
+                           "[DDDD:]BB:SS.F (slot at most 1f, function at most 7)")
+    domain, bus, slot, function = (int(g or "0", 16) for g in m.groups())
+    return _element(doc, "address", type="pci", domain=f"0x{domain:04x}",
+                    bus=f"0x{bus:02x}", slot=f"0x{slot:02x}", function=f"0x{function:x}")
 
 
 def _alias_of(interface):

@@ -1,9 +1,17 @@
 """The interfaces of a VirtualMachineInstance (JSON, as virt-launcher sends
 it) that use this binding, with what the domain needs of each
-(CONTRACT.md §9, §10)."""
+(CONTRACT.md §9, §10).
 
+Every value taken from the VMI is checked before use: names by the DRA
+plugin's own rules (xdpvhost_dra.names: they become paths), numbers and
+MACs by type and range. What does not pass is a BindingError that names
+the field, never an unhandled exception."""
+
+import re
 from dataclasses import dataclass
 from typing import Optional
+
+from xdpvhost_dra import names
 
 from .binding_error import BindingError
 
@@ -43,31 +51,80 @@ class VmiInterface:
         return f"ua-{self.name}"
 
 
+_MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$")
+
+
+def _object(where, value):
+    """`value` when it is a JSON object (absent: empty), else a BindingError."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BindingError(f"{where} is {type(value).__name__}, not an object")
+    return value
+
+
+def _list(where, value):
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BindingError(f"{where} is {type(value).__name__}, not a list")
+    return [_object(f"{where}[{i}]", item) for i, item in enumerate(value)]
+
+
+def _count(where, value):
+    """A non-negative integer field (absent: 0). JSON numbers only, as the
+    API server stores them: "4" or 4.5 or true is refused."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BindingError(f"{where} {value!r} is not a non-negative integer")
+    return value
+
+
+def _name(check, where, value):
+    try:
+        return check(where, value)
+    except names.InvalidName as e:
+        raise BindingError(str(e)) from e
+
+
+def _mac(where, value):
+    """The MAC in the colon form libvirt writes, or None when absent."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or not _MAC.match(value):
+        raise BindingError(f"{where} {str(value)[:40]!r} is not a MAC address "
+                           "(six hex pairs, ':' or '-')")
+    return value.replace("-", ":").lower()
+
+
 def _queue_count(spec):
-    devices = spec.get("domain", {}).get("devices", {})
+    domain = _object("spec.domain", spec.get("domain"))
+    devices = _object("spec.domain.devices", domain.get("devices"))
     if not devices.get("networkInterfaceMultiqueue"):
         return 1
-    cpu = spec.get("domain", {}).get("cpu") or {}
+    cpu = _object("spec.domain.cpu", domain.get("cpu"))
     count = 1
     for key in ("cores", "sockets", "threads"):
-        count *= max(int(cpu.get(key) or 0), 1)
+        count *= max(_count(f"spec.domain.cpu.{key}", cpu.get(key)), 1)
     return min(count, MAX_QUEUES)
 
 
 def bound_interfaces(vmi, binding_name):
     """Every interface of `vmi` whose binding.name is `binding_name`, in the
     VMI's order. Raises BindingError for one that cannot be served."""
-    spec = vmi.get("spec") or {}
-    devices = spec.get("domain", {}).get("devices", {})
-    networks = {n.get("name"): n for n in spec.get("networks") or []}
-    claims = {c.get("name"): c for c in spec.get("resourceClaims") or []}
+    spec = _object("spec", _object("the VMI", vmi).get("spec"))
+    devices = _object("spec.domain.devices",
+                      _object("spec.domain", spec.get("domain")).get("devices"))
+    networks = {n.get("name"): n for n in _list("spec.networks", spec.get("networks"))}
+    claims = {c.get("name"): c for c in _list("spec.resourceClaims", spec.get("resourceClaims"))}
     transitional = bool(devices.get("useVirtioTransitional"))
     queues = _queue_count(spec)
     found = []
-    for iface in devices.get("interfaces") or []:
-        if (iface.get("binding") or {}).get("name") != binding_name:
+    for iface in _list("spec.domain.devices.interfaces", devices.get("interfaces")):
+        if _object("interface binding", iface.get("binding")).get("name") != binding_name:
             continue
-        name = iface.get("name", "")
+        name = _name(names.interface_name, "interface name", iface.get("name"))
         model = iface.get("model", "")
         if model not in ("", "virtio"):
             raise BindingError(f"interface {name}: model {model!r} is not supported "
@@ -75,30 +132,42 @@ def bound_interfaces(vmi, binding_name):
         network = networks.get(name)
         if network is None:
             raise BindingError(f"interface {name}: no network of that name in spec.networks")
-        ref = network.get("resourceClaim")
-        if not ref or not ref.get("claimName") or not ref.get("requestName"):
+        ref = _object(f"network {name}: resourceClaim", network.get("resourceClaim"))
+        if not ref.get("claimName") or not ref.get("requestName"):
             raise BindingError(f"interface {name}: network {name} has no resourceClaim "
                                "with claimName and requestName (binding "
                                f"{binding_name} serves DRA networks only)")
-        claim = claims.get(ref["claimName"])
+        # Both become directories of the socket's and the metadata's paths.
+        pod_claim_name = _name(names.dns_label, f"interface {name}: resourceClaim.claimName",
+                               ref["claimName"])
+        request = _name(names.dns_label, f"interface {name}: resourceClaim.requestName",
+                        ref["requestName"])
+        claim = claims.get(pod_claim_name)
         if claim is None:
-            raise BindingError(f"interface {name}: claim {ref['claimName']!r} is not in "
+            raise BindingError(f"interface {name}: claim {pod_claim_name!r} is not in "
                                "spec.resourceClaims")
+        where = f"spec.resourceClaims {pod_claim_name}"
         if claim.get("resourceClaimTemplateName"):
+            _name(names.dns_subdomain, f"{where}: resourceClaimTemplateName",
+                  claim["resourceClaimTemplateName"])
             claim_name = None
         elif claim.get("resourceClaimName"):
-            claim_name = claim["resourceClaimName"]
+            claim_name = _name(names.dns_subdomain, f"{where}: resourceClaimName",
+                               claim["resourceClaimName"])
         else:
-            raise BindingError(f"interface {name}: spec.resourceClaims {ref['claimName']!r} "
-                               "names neither resourceClaimName nor resourceClaimTemplateName")
-        acpi = iface.get("acpiIndex")
+            raise BindingError(f"interface {name}: {where} names neither resourceClaimName "
+                               "nor resourceClaimTemplateName")
+        acpi = _count(f"interface {name}: acpiIndex", iface.get("acpiIndex"))
+        pci = iface.get("pciAddress")
+        if pci is not None and not isinstance(pci, str):
+            raise BindingError(f"interface {name}: pciAddress {pci!r} is not a string")
         found.append(VmiInterface(
             name=name,
-            claim=ClaimRef(pod_claim_name=ref["claimName"], request=ref["requestName"],
+            claim=ClaimRef(pod_claim_name=pod_claim_name, request=request,
                            claim_name=claim_name),
             model="virtio-transitional" if transitional else "virtio",
             queues=queues,
-            mac=iface.get("macAddress") or None,
-            acpi_index=int(acpi) if acpi and int(acpi) > 0 else None,
-            pci_address=iface.get("pciAddress") or None))
+            mac=_mac(f"interface {name}: macAddress", iface.get("macAddress")),
+            acpi_index=acpi or None,
+            pci_address=pci or None))
     return found

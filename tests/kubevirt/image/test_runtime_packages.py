@@ -5,7 +5,9 @@ image's programs need, checked without building the image:
   here, from the same Debian 12 packages) belongs, by `dpkg -S`, to a
   package the runtime stage's `apt-get install` lists;
 - every module the DRA plugin and the sidecar import from outside the
-  standard library and the project belongs to a listed package.
+  standard library and the project belongs to a listed package;
+- the sidecar stage carries each DRA plugin module the sidecar imports, and
+  those import nothing beyond the standard library.
 
 The image build itself (podman, from a locally made Debian 12 base) and
 starting the daemon in it are scripts/image-test.sh, outside CI.
@@ -85,15 +87,32 @@ def libraries(binary):
     return libs
 
 
+def imported_modules_of(path):
+    mods = set()
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+        if isinstance(node, ast.Import):
+            mods |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            mods.add(node.module.split(".")[0])
+    return mods
+
+
 def imported_modules(folder):
     mods = set()
     for path in glob.glob(os.path.join(folder, "**", "*.py"), recursive=True):
-        tree = ast.parse(open(path, encoding="utf-8").read(), path)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                mods |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                mods.add(node.module.split(".")[0])
+        mods |= imported_modules_of(path)
+    return mods
+
+
+def plugin_modules_imported(folder):
+    """The xdpvhost_dra modules that code in `folder` imports."""
+    mods = set()
+    for path in glob.glob(os.path.join(folder, "**", "*.py"), recursive=True):
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+            if isinstance(node, ast.ImportFrom) and node.module == "xdpvhost_dra":
+                mods |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("xdpvhost_dra."):
+                mods.add(node.module.split(".")[1])
     return mods
 
 
@@ -143,6 +162,21 @@ class RuntimeStage(unittest.TestCase):
             with self.subTest(mod):
                 self.assertIn(pkg, self.runtime)
                 self.assertIn(pkg, self.sidecar)
+
+    def test_the_sidecar_stage_carries_the_plugin_modules_the_sidecar_imports(self):
+        shared = plugin_modules_imported(os.path.join(ROOT, "kubevirt", "sidecar"))
+        self.assertIn("names", shared)
+        copies = [line for line in self.stages["build"] if "$lib/xdpvhost_dra/" in line]
+        self.assertTrue(copies, "the build stage copies no module to $lib/xdpvhost_dra")
+        for mod in sorted(shared | {"__init__"}):
+            with self.subTest(mod):
+                self.assertIn(f"kubevirt/dra_plugin/xdpvhost_dra/{mod}.py", " ".join(copies))
+                path = os.path.join(ROOT, "kubevirt", "dra_plugin", "xdpvhost_dra", f"{mod}.py")
+                outside = {m for m in imported_modules_of(path)
+                           if m not in sys.stdlib_module_names}
+                self.assertEqual(outside, set(), f"{mod}.py imports beyond the standard library")
+        self.assertTrue(any(line.startswith("COPY --from=build") and line.rstrip().endswith(
+            "/usr/local/lib/xdpvhost/xdpvhost_dra") for line in self.stages["sidecar"]))
 
     def test_generated_stubs_runtime(self):
         # the generated *_pb2 modules import google.protobuf

@@ -287,6 +287,88 @@ class SidecarTest(unittest.TestCase):
                 self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
                 self.assertIn(text, e.exception.details())
 
+    def test_every_vmi_value_is_checked_before_use(self):
+        """Names become directories of the socket's and metadata's paths, so
+        they pass the DRA plugin's own rules (xdpvhost_dra.names); numbers,
+        MACs and PCI addresses are checked by type and range. Each refusal
+        is a binding error that names the field, never an unhandled error
+        (gRPC UNKNOWN), and no file outside the metadata root is opened."""
+        s = self.start()
+        self.write_metadata()
+
+        def vmi_with(change):
+            vmi = copy.deepcopy(VMI)
+            change(vmi["spec"], vmi["spec"]["domain"]["devices"]["interfaces"][1],
+                   vmi["spec"]["networks"][1]["resourceClaim"])
+            return vmi
+
+        def set_claim_name(spec, _, ref, value):
+            spec["resourceClaims"][0]["name"] = value
+            ref["claimName"] = value
+
+        def named_claim(spec, value):
+            spec["resourceClaims"][0] = {"name": "vhost", "resourceClaimName": value}
+
+        cases = {
+            "claimName ..": (lambda sp, i, r: set_claim_name(sp, i, r, ".."),
+                             "resourceClaim.claimName '..' is not a DNS label"),
+            "claimName with a slash": (lambda sp, i, r: set_claim_name(sp, i, r, "a/../../etc"),
+                                       "resourceClaim.claimName"),
+            "claimName a number": (lambda sp, i, r: set_claim_name(sp, i, r, 7),
+                                   "resourceClaim.claimName must be a string"),
+            "requestName with a slash": (lambda sp, i, r: r.update(requestName="vhost-port/x"),
+                                         "resourceClaim.requestName"),
+            "requestName upper case": (lambda sp, i, r: r.update(requestName="Port"),
+                                       "resourceClaim.requestName 'Port' is not a DNS label"),
+            "resourceClaimName": (lambda sp, i, r: named_claim(sp, "../claim"),
+                                  "resourceClaimName '../claim' is not a DNS subdomain"),
+            "resourceClaimTemplateName": (
+                lambda sp, i, r: sp["resourceClaims"][0].update(resourceClaimTemplateName="a_b"),
+                "resourceClaimTemplateName 'a_b' is not a DNS subdomain"),
+            "interface name": (lambda sp, i, r: (i.update(name="fast.0"),
+                                                  sp["networks"][1].update(name="fast.0")),
+                               "interface name 'fast.0' is not a KubeVirt interface name"),
+            "acpiIndex text": (lambda sp, i, r: i.update(acpiIndex="two"),
+                               "interface fast0: acpiIndex 'two' is not a non-negative integer"),
+            "acpiIndex negative": (lambda sp, i, r: i.update(acpiIndex=-1), "acpiIndex -1"),
+            "acpiIndex fraction": (lambda sp, i, r: i.update(acpiIndex=1.5), "acpiIndex 1.5"),
+            "cores text": (lambda sp, i, r: sp["domain"]["cpu"].update(cores="four"),
+                           "spec.domain.cpu.cores 'four' is not a non-negative integer"),
+            "threads boolean": (lambda sp, i, r: sp["domain"]["cpu"].update(threads=True),
+                                "spec.domain.cpu.threads True"),
+            "cpu not an object": (lambda sp, i, r: sp["domain"].update(cpu=[2]),
+                                  "spec.domain.cpu is list, not an object"),
+            "macAddress": (lambda sp, i, r: i.update(macAddress="02:00:00:00:00"),
+                           "interface fast0: macAddress '02:00:00:00:00' is not a MAC address"),
+            "pciAddress slot": (lambda sp, i, r: i.update(pciAddress="0000:02:20.0"),
+                                "interface fast0: pciAddress '0000:02:20.0' is not"),
+            "pciAddress sign": (lambda sp, i, r: i.update(pciAddress="0000:02:-1.0"),
+                                "pciAddress '0000:02:-1.0'"),
+            "pciAddress number": (lambda sp, i, r: i.update(pciAddress=2),
+                                  "interface fast0: pciAddress 2 is not a string"),
+            "networks not a list": (lambda sp, i, r: sp.update(networks={"fast0": {}}),
+                                    "spec.networks is dict, not a list"),
+            "binding not an object": (lambda sp, i, r: i.update(binding="vhostuser"),
+                                      "interface binding is str, not an object"),
+        }
+        for what, (change, text) in cases.items():
+            with self.subTest(what):
+                with self.assertRaises(grpc.RpcError) as e:
+                    s.define(vmi=vmi_with(change))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT,
+                                 e.exception.details())
+                self.assertIn(text, e.exception.details())
+        self.assertNotIn("Traceback", s.output())
+
+        # What passes is used as the domain needs it: a MAC written with '-'
+        # in libvirt's colon form, acpiIndex 0 as "none".
+        xml = s.define(vmi=vmi_with(lambda sp, i, r: i.update(macAddress="02-00-00-00-00-AB",
+                                                                acpiIndex=0)))
+        fast0 = [i for i in interfaces(ET.fromstring(xml))
+                 if i.find("alias").get("name") == "ua-fast0"][0]
+        self.assertEqual(fast0.find("mac").get("address"), "02:00:00:00:00:ab")
+        self.assertIsNone(fast0.find("acpi"))
+
     def test_fallback_matches_the_dra_plugin(self):
         """The convention the sidecar falls back to is the DRA plugin's own
         default (kubevirt/dra_plugin): same container root, same MTU."""
