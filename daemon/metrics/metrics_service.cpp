@@ -59,7 +59,7 @@ HttpResponse MetricsService::handle(const HttpRequest& request) {
   HttpResponse r;
   if (request.path == "/metrics") {
     r.content_type = kPrometheusContentType;
-    r.body = render();
+    r.body = exposition();
   } else if (request.path == "/healthz") {
     const Health health = check_health(daemon_);
     if (health.ok()) {

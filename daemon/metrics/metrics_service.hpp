@@ -19,12 +19,15 @@
 #include <string>
 
 #include "runtime/daemon.hpp"
+#include "exposition_cache.hpp"
 #include "family_builder.hpp"
 #include "http_server.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
 inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+// How long a rendered /metrics body answers requests (exposition_cache.hpp).
+inline constexpr std::chrono::milliseconds kExpositionMaxAge{1000};
 
 class MetricsService {
  public:
@@ -41,13 +44,16 @@ class MetricsService {
 
   // Every family, read now.
   Families collect();
-  // The /metrics body: collect() in the text format.
+  // collect() in the text format, rendered now.
   std::string render();
+  // The /metrics body: render()'s, at most kExpositionMaxAge old.
+  const std::string& exposition() { return exposition_.body(); }
   HttpResponse handle(const HttpRequest& request);
 
  private:
   boost::asio::io_context& io_;
   Daemon& daemon_;
+  ExpositionCache exposition_{[this] { return render(); }, kExpositionMaxAge};
   std::unique_ptr<HttpServer> server_;
 };
 
