@@ -44,14 +44,23 @@ Response to_message(HttpResponse response, bool keep_alive, bool head_only) {
 
 class HttpServer::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(HttpServer& server, tcp::socket socket)
-      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+  Session(HttpServer& server, tcp::socket socket, boost::asio::ip::address peer)
+      : server_(server),
+        socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        peer_(std::move(peer)) {}
 
   void start() {
+    waiting_since_ = std::chrono::steady_clock::now();
     timer_.expires_after(server_.options_.request_timeout);
     watch_deadline();
     read();
   }
+
+  const boost::asio::ip::address& peer() const noexcept { return peer_; }
+  // Since when it waits for its client: accepted, or its last reply written.
+  std::chrono::steady_clock::time_point waiting_since() const noexcept { return waiting_since_; }
+  bool writing() const noexcept { return writing_; }
 
   void close() {
     if (closed_) return;
@@ -118,15 +127,18 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   void respond(HttpResponse response, bool keep_alive, bool head_only) {
     response_ = to_message(std::move(response), keep_alive, head_only);
     timer_.expires_after(server_.options_.request_timeout);
+    writing_ = true;
     auto self = shared_from_this();
     http::async_write(socket_, response_,
                       [this, self, keep_alive](const boost::system::error_code& ec, std::size_t) {
                         if (closed_) return;
+                        writing_ = false;
                         if (ec || !keep_alive) {
                           server_.close(self);
                           return;
                         }
-                        timer_.expires_after(buffer_.empty() ? server_.options_.idle_timeout
+                        waiting_since_ = std::chrono::steady_clock::now();
+                        timer_.expires_after(buffer_.empty() ? server_.idle_timeout()
                                                              : server_.options_.request_timeout);
                         next();
                       });
@@ -138,6 +150,9 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   std::array<char, 4096> chunk_{};
   std::string buffer_;
   Response response_;  // being written
+  boost::asio::ip::address peer_;
+  std::chrono::steady_clock::time_point waiting_since_;
+  bool writing_ = false;
   bool closed_ = false;
 };
 
@@ -200,8 +215,13 @@ void HttpServer::accept() {
                               const boost::system::error_code& ec, tcp::socket socket) {
     if (alive.expired() || ec == boost::asio::error::operation_aborted || !acceptor_) return;
     if (!ec) {
-      if (sessions_.size() >= options_.max_connections) {
+      boost::system::error_code peer_error;
+      const auto peer = socket.remote_endpoint(peer_error).address();
+      if (peer_error) {
+        // Gone already (reset before we got to it): nothing to serve.
+      } else if (!make_room(peer)) {
         // Best effort, never blocking: the client learns why and is closed.
+        ++refused_;
         static const Response busy =
             to_message(error_response(503, "too many connections"), false, false);
         boost::system::error_code ignored;
@@ -209,7 +229,7 @@ void HttpServer::accept() {
         http::write(socket, busy, ignored);
         socket.close(ignored);
       } else {
-        auto session = std::make_shared<Session>(*this, std::move(socket));
+        auto session = std::make_shared<Session>(*this, std::move(socket), peer);
         sessions_.insert(session);
         session->start();
       }
@@ -227,6 +247,46 @@ void HttpServer::accept() {
     }
     accept();
   });
+}
+
+bool HttpServer::make_room(const boost::asio::ip::address& peer) {
+  std::size_t from_peer = 0;
+  for (const auto& s : sessions_) from_peer += s->peer() == peer ? 1 : 0;
+  const boost::asio::ip::address* scope = nullptr;  // whose connection gives way
+  if (from_peer >= options_.max_per_client) {
+    scope = &peer;
+  } else if (sessions_.size() < options_.max_connections) {
+    return true;
+  }
+  const std::shared_ptr<Session> victim = longest_waiting(scope);
+  if (!victim) return false;
+  ++evicted_;
+  if (sys::worth_logging(evicted_)) {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - victim->waiting_since());
+    spdlog::info(
+        "metrics listener: {} connections, {} from {}: closed one from {} that waited {} ms "
+        "for its client, for a new one (#{})",
+        sessions_.size(), from_peer, peer.to_string(), victim->peer().to_string(), waited.count(),
+        evicted_);
+  }
+  close(victim);
+  return true;
+}
+
+std::shared_ptr<HttpServer::Session> HttpServer::longest_waiting(
+    const boost::asio::ip::address* peer) const {
+  std::shared_ptr<Session> longest;
+  for (const auto& s : sessions_) {
+    if (s->writing() || (peer != nullptr && s->peer() != *peer)) continue;
+    if (!longest || s->waiting_since() < longest->waiting_since()) longest = s;
+  }
+  return longest;
+}
+
+std::chrono::milliseconds HttpServer::idle_timeout() const {
+  const bool under_pressure = sessions_.size() * 4 >= options_.max_connections * 3;
+  return under_pressure ? options_.idle_timeout_under_pressure : options_.idle_timeout;
 }
 
 void HttpServer::close(const std::shared_ptr<Session>& session) {

@@ -7,9 +7,18 @@
 // on the one io_context (no threads). Every connection is served
 // asynchronously on its own, so a slow or stalled client delays nobody else;
 // it is closed when its request head is not complete within
-// request_timeout, when it stays idle between requests for idle_timeout,
-// or when a reply cannot be written within request_timeout. Request heads
-// are limited to max_head_bytes (431), connections to max_connections (503).
+// request_timeout, when it stays idle between requests for idle_timeout
+// (idle_timeout_under_pressure once three quarters of max_connections are
+// taken), or when a reply cannot be written within request_timeout. Request
+// heads are limited to max_head_bytes (431).
+//
+// The listener is reachable by every pod of the node (hostNetwork), so no
+// client can take the connection table: one client address holds at most
+// max_per_client connections, and a newcomer that finds its address's share
+// or the table full closes the connection that has waited longest for its
+// client (idle, or a head still incomplete) instead of being refused. Only
+// when every connection is busy writing a reply is the newcomer answered
+// 503.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -40,9 +49,11 @@ class HttpServer {
     std::string host;
     std::uint16_t port = 0;  // 0: any free port (tests)
     std::size_t max_connections = 32;
+    std::size_t max_per_client = 8;  // connections from one client address
     std::size_t max_head_bytes = 8192;
     std::chrono::milliseconds request_timeout{10000};
-    std::chrono::milliseconds idle_timeout{30000};
+    std::chrono::milliseconds idle_timeout{5000};
+    std::chrono::milliseconds idle_timeout_under_pressure{1000};
   };
   // Answers a complete, well-formed request (GET or HEAD: the server drops
   // the body for HEAD itself).
@@ -60,10 +71,19 @@ class HttpServer {
 
   std::uint16_t bound_port() const;
   std::size_t connections() const noexcept { return sessions_.size(); }
+  // Connections closed to make room for a newcomer, and newcomers refused.
+  std::uint64_t evicted() const noexcept { return evicted_; }
+  std::uint64_t refused() const noexcept { return refused_; }
 
  private:
   class Session;
   void accept();
+  // Makes room for a connection from `peer`; false: none can be made.
+  bool make_room(const boost::asio::ip::address& peer);
+  // The connection that has waited longest for its client, of `peer`'s or
+  // (nullptr) of all; nullptr when every one is writing a reply.
+  std::shared_ptr<Session> longest_waiting(const boost::asio::ip::address* peer) const;
+  std::chrono::milliseconds idle_timeout() const;
   void close(const std::shared_ptr<Session>& session);
 
   boost::asio::io_context& io_;
@@ -73,6 +93,8 @@ class HttpServer {
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::uint64_t accept_failures_ = 0;
+  std::uint64_t evicted_ = 0;
+  std::uint64_t refused_ = 0;
   // Expires with the server: handlers of the acceptor and the retry timer
   // hold a weak_ptr to it (a completion queued before the destructor runs).
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

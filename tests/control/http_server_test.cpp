@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "sys/unique_fd.hpp"
 
@@ -32,6 +33,10 @@ class HttpServerTest : public ::testing::Test {
       if (r.path == "/missing") {
         response.status = 404;
         response.body = "no\n";
+      } else if (r.path == "/big") {
+        // More than loopback's socket buffers hold: the reply stays being
+        // written while its client does not read.
+        response.body.assign(std::size_t{32} << 20, 'x');
       } else {
         response.body = "path=" + r.path + "\n";
       }
@@ -53,8 +58,14 @@ class HttpServerTest : public ::testing::Test {
     }
   }
 
-  sys::UniqueFd connect() {
+  // From `source` (any 127.0.0.0/8 address is this machine's loopback: a
+  // client address of its own, as another pod would have).
+  sys::UniqueFd connect(const char* source = "127.0.0.1") {
     sys::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    EXPECT_EQ(::inet_pton(AF_INET, source, &from.sin_addr), 1);
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&from), sizeof from), 0) << source;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port_);
@@ -96,6 +107,21 @@ class HttpServerTest : public ::testing::Test {
       }
       data.append(buf, static_cast<std::size_t>(n));
     }
+  }
+
+  // A request on `fd`, answered.
+  static bool served(int fd, const std::string& path) {
+    send_all(fd, "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n");
+    return read_responses(fd, 1).find("path=" + path) != std::string::npos;
+  }
+
+  // `f()` on the server's thread (its counters are that thread's).
+  template <typename F>
+  auto on_server(F f) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto result = task.get_future();
+    boost::asio::post(io_, [&task] { task(); });
+    return result.get();
   }
 
   // True once the server closed `fd` (EOF), waiting up to 10 s.
@@ -221,32 +247,105 @@ TEST_F(HttpServerTest, IdleKeepAliveConnectionIsClosed) {
   EXPECT_TRUE(closed_by_server(fd.get()));
 }
 
-TEST_F(HttpServerTest, ConnectionLimitAnswers503) {
+// Every connection busy writing a reply: nothing can give way, and the
+// newcomer is told why.
+TEST_F(HttpServerTest, ATableOfConnectionsWritingRepliesAnswers503) {
   HttpServer::Options o;
   o.max_connections = 2;
   start(o);
   auto a = connect();
   auto b = connect();
-  // Both are registered once each has been served a request.
   for (auto* fd : {&a, &b}) {
-    send_all(fd->get(), "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
-    EXPECT_NE(read_responses(fd->get(), 1).find("path=/x"), std::string::npos);
+    send_all(fd->get(), "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    char head[16];
+    ASSERT_EQ(::recv(fd->get(), head, sizeof head, MSG_WAITALL), 16);  // the reply has begun
   }
   auto c = connect();
   bool eof = false;
   const std::string r = read_responses(c.get(), 99, &eof);
   EXPECT_EQ(r.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << r;
   EXPECT_TRUE(eof);
+  EXPECT_EQ(on_server([this] { return server_->refused(); }), 1u);
   // A freed slot is usable again.
   a.reset();
-  std::string ok;
-  for (int attempt = 0; attempt < 100 && ok.find("path=/y") == std::string::npos; ++attempt) {
+  bool ok = false;
+  for (int attempt = 0; attempt < 100 && !ok; ++attempt) {
     auto d = connect();
-    send_all(d.get(), "GET /y HTTP/1.1\r\nHost: t\r\n\r\n");
-    ok = read_responses(d.get(), 1);
-    if (ok.find("path=/y") == std::string::npos) std::this_thread::sleep_for(20ms);
+    ok = served(d.get(), "/y");
+    if (!ok) std::this_thread::sleep_for(20ms);
   }
-  EXPECT_NE(ok.find("path=/y"), std::string::npos) << ok;
+  EXPECT_TRUE(ok);
+}
+
+// One client address holds at most max_per_client connections: at its share,
+// its own connection that waited longest gives way, nobody else's.
+TEST_F(HttpServerTest, AClientAtItsShareGivesUpItsOwnLongestWaitingConnection) {
+  HttpServer::Options o;
+  o.max_connections = 8;
+  o.max_per_client = 2;
+  start(o);
+  auto other = connect("127.0.0.9");
+  ASSERT_TRUE(served(other.get(), "/other"));
+  auto a = connect();
+  ASSERT_TRUE(served(a.get(), "/a"));
+  auto b = connect();
+  ASSERT_TRUE(served(b.get(), "/b"));
+  auto c = connect();
+  ASSERT_TRUE(served(c.get(), "/c"));
+  EXPECT_TRUE(closed_by_server(a.get()));
+  EXPECT_TRUE(served(b.get(), "/b2"));
+  EXPECT_TRUE(served(other.get(), "/other2"));
+  EXPECT_EQ(on_server([this] { return server_->evicted(); }), 1u);
+  EXPECT_EQ(on_server([this] { return server_->connections(); }), 3u);
+}
+
+// The slot attack: other clients take the whole table with connections that
+// are idle or send half a head. A newcomer (a readiness probe, a scrape) is
+// served, and the connection that waited longest for its client gives way.
+TEST_F(HttpServerTest, AFullTableGivesUpItsLongestWaitingConnectionNotTheNewcomer) {
+  HttpServer::Options o;
+  o.max_connections = 4;
+  o.max_per_client = 2;
+  start(o);
+  std::vector<sys::UniqueFd> held;
+  for (const char* source : {"127.0.0.2", "127.0.0.3"}) {
+    held.push_back(connect(source));
+    ASSERT_TRUE(served(held.back().get(), "/idle"));
+    held.push_back(connect(source));
+    send_all(held.back().get(), "GET /slow HTTP/1.1\r\nHo");
+  }
+  std::vector<sys::UniqueFd> probes;
+  for (const char* source : {"127.0.0.1", "127.0.0.4", "127.0.0.5"}) {
+    probes.push_back(connect(source));
+    EXPECT_TRUE(served(probes.back().get(), "/ready")) << source;
+  }
+  // Each probe (kept open) pushed out the connection that had waited
+  // longest: the idle one and the half head from .2, the idle one from .3.
+  EXPECT_TRUE(closed_by_server(held[0].get()));
+  EXPECT_TRUE(closed_by_server(held[1].get()));
+  EXPECT_TRUE(closed_by_server(held[2].get()));
+  EXPECT_TRUE(served(probes[0].get(), "/again"));
+  EXPECT_EQ(on_server([this] { return server_->evicted(); }), 3u);
+  EXPECT_EQ(on_server([this] { return server_->refused(); }), 0u);
+}
+
+// Once three quarters of the table are taken, a connection whose reply has
+// been written may idle only idle_timeout_under_pressure; the ones given
+// their time before keep it.
+TEST_F(HttpServerTest, KeepAliveIsShorterUnderPressure) {
+  HttpServer::Options o;
+  o.max_connections = 4;
+  o.idle_timeout = 60s;
+  o.idle_timeout_under_pressure = 200ms;
+  start(o);
+  auto a = connect();
+  ASSERT_TRUE(served(a.get(), "/a"));
+  auto b = connect("127.0.0.2");
+  ASSERT_TRUE(served(b.get(), "/b"));
+  auto c = connect("127.0.0.3");
+  ASSERT_TRUE(served(c.get(), "/c"));
+  EXPECT_TRUE(closed_by_server(c.get()));
+  EXPECT_TRUE(served(a.get(), "/a2"));
 }
 
 TEST_F(HttpServerTest, StopClosesEveryConnection) {

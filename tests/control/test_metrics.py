@@ -8,6 +8,7 @@ client), IPv6, and a listener that cannot be opened."""
 import http.client
 import os
 import socket
+import threading
 import time
 import unittest
 
@@ -63,11 +64,71 @@ def http_get(path, method="GET", port=PORT, host="127.0.0.1"):
     return r.status, dict(r.getheaders()), body
 
 
+def hold_a_slot(source, half_head, stop, port=PORT):
+    """One attacking connection from `source`: a request every 0.3 s (or half
+    a request head, sent once), taking a slot again whenever the server
+    closes it."""
+    while not stop.is_set():
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=1,
+                                         source_address=(source, 0))
+        except OSError:
+            stop.wait(0.05)
+            continue
+        with s:
+            try:
+                if half_head:
+                    s.sendall(b"GET /metrics HTTP/1.1\r\nHo")
+                while not stop.is_set():
+                    if not half_head:
+                        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    try:
+                        if not s.recv(4096):
+                            break  # closed by the server
+                    except socket.timeout:
+                        pass  # a half head: nothing comes while it holds the slot
+                    stop.wait(0.3)
+            except OSError:
+                pass
+
+
 def scrape(port=PORT):
     status, headers, body = http_get("/metrics", port=port)
     assert status == 200, (status, body)
     assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8", headers
     return prom.parse(body)
+
+
+# The daemon answers /metrics from a body rendered at most this long before
+# (kExpositionMaxAge, daemon/metrics/metrics_service.hpp).
+EXPOSITION_MAX_AGE_S = 1.0
+
+
+def scrape_after_change(port=PORT):
+    """A scrape that shows a change made just before it."""
+    time.sleep(EXPOSITION_MAX_AGE_S)
+    return scrape(port)
+
+
+def pipelined_bodies(path, count, port=PORT):
+    """`count` GETs of `path` sent at once on one connection; their bodies."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode() * count)
+        data, bodies = b"", []
+        while len(bodies) < count:
+            end = data.find(b"\r\n\r\n")
+            if end >= 0:
+                head = data[:end].decode()
+                length = int(head.lower().split("content-length: ")[1].split("\r\n")[0])
+                if len(data) >= end + 4 + length:
+                    bodies.append(data[end + 4:end + 4 + length])
+                    data = data[end + 4 + length:]
+                    continue
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                raise AssertionError(f"closed after {len(bodies)} of {count} replies")
+            data += chunk
+        return bodies
 
 
 class Metrics(unittest.TestCase):
@@ -138,6 +199,11 @@ class Metrics(unittest.TestCase):
             prom.parse(r.read().decode())
             self.assertEqual(r.status, 200)
         c.close()
+        # Pipelined scrapes are answered from one render (and so are other
+        # clients' within a second of it): the bodies are the same bytes.
+        bodies = pipelined_bodies("/metrics", 20)
+        self.assertEqual(len(set(bodies)), 1)
+        prom.parse(bodies[0].decode())
         # A stalled client (half a request) and an oversize head delay nobody.
         stalled = socket.create_connection(("127.0.0.1", PORT), timeout=10)
         stalled.sendall(b"GET /metrics HTTP/1.1\r\nHo")
@@ -167,11 +233,35 @@ class Metrics(unittest.TestCase):
         self.assertEqual(http_get("/healthz")[0], 200)
         self.daemon.call("port.remove", name="vm4")
 
+    def test_a_slot_attack_locks_out_no_probe_and_no_scrape(self):
+        """Other pods take every connection slot of the listener (reachable
+        from any pod with hostNetwork) and keep them: eight client addresses
+        (127.0.0.2-9, loopback) with four connections each, each sending a
+        request every 0.3 s or half a head, and reconnecting at once when
+        closed. Readiness probes and scrapes from another address are all
+        served meanwhile."""
+        stop = threading.Event()
+        attackers = [threading.Thread(target=hold_a_slot, args=(f"127.0.0.{2 + i // 4}", i % 2, stop))
+                     for i in range(32)]
+        for t in attackers:
+            t.start()
+        try:
+            time.sleep(1.5)  # the table is full
+            for _ in range(10):
+                status, _, body = http_get("/healthz")
+                self.assertEqual((status, body), (200, "ok\n"))
+                scrape()
+                time.sleep(0.2)
+        finally:
+            stop.set()
+            for t in attackers:
+                t.join(10)
+
     def test_uplink_families(self):
         """An uplink whose interface does not exist (yet): listed, link absent, queues unbound."""
         self.daemon.call("uplink.add", name="up0", interface=ctltest.ABSENT_IF, queues=[0, 3])
         try:
-            f = scrape()
+            f = scrape_after_change()
             v = lambda name, **l: prom.value(f, name, **l)  # noqa: E731
             self.assertEqual(v("xdpvhost_uplink_info", uplink="up0", interface=ctltest.ABSENT_IF,
                                bind="auto"), 1)
@@ -191,7 +281,7 @@ class Metrics(unittest.TestCase):
                                outcome="redirected"), 0)
         finally:
             self.daemon.call("uplink.remove", name="up0")
-        self.assertEqual(scrape()["xdpvhost_uplink_info"]["samples"], [])
+        self.assertEqual(scrape_after_change()["xdpvhost_uplink_info"]["samples"], [])
 
     def test_z_counters_match_the_traffic(self):
         """vm1 (testpmd txonly) -> vm2 (testpmd rxonly): the scrape, stats.get and
