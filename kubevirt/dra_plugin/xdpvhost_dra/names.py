@@ -40,28 +40,26 @@ def _text(what, value):
     return value
 
 
-def dns_label(what, value):
+def _matching(what, value, pattern, kind, max_length=None):
     _text(what, value)
-    if not _DNS_LABEL.match(value):
-        raise InvalidName(f"{what} {value[:80]!r} is not a DNS label "
-                          "(lower-case letters, digits and '-', at most 63)")
+    if (max_length is not None and len(value) > max_length) or not pattern.match(value):
+        raise InvalidName(f"{what} {value[:80]!r} is not {kind}")
     return value
+
+
+def dns_label(what, value):
+    return _matching(what, value, _DNS_LABEL,
+                     "a DNS label (lower-case letters, digits and '-', at most 63)")
 
 
 def dns_subdomain(what, value):
-    _text(what, value)
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
-        raise InvalidName(f"{what} {value[:80]!r} is not a DNS subdomain "
-                          "(lower-case letters, digits, '-' and '.', at most 253)")
-    return value
+    return _matching(what, value, _DNS_SUBDOMAIN,
+                     "a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253)",
+                     max_length=253)
 
 
 def uid(what, value):
-    _text(what, value)
-    if not _UID.match(value):
-        raise InvalidName(f"{what} {value[:80]!r} is not a UID "
-                          "(letters, digits and '-', at most 64)")
-    return value
+    return _matching(what, value, _UID, "a UID (letters, digits and '-', at most 64)")
 
 
 def request_name(what, value):
@@ -77,18 +75,12 @@ def request_name(what, value):
 
 
 def interface_name(what, value):
-    _text(what, value)
-    if len(value) > 253 or not _INTERFACE.match(value):
-        raise InvalidName(f"{what} {value[:80]!r} is not a KubeVirt interface name "
-                          "(letters, digits, '-' and '_')")
-    return value
+    return _matching(what, value, _INTERFACE,
+                     "a KubeVirt interface name (letters, digits, '-' and '_')", max_length=253)
 
 
 def daemon_name(what, value):
-    _text(what, value)
-    if not _DAEMON_NAME.match(value):
-        raise InvalidName(f"{what} {value[:80]!r} is not a daemon port/uplink name")
-    return value
+    return _matching(what, value, _DAEMON_NAME, "a daemon port/uplink name")
 
 
 def claim_key(claim_uid, request):
