@@ -91,6 +91,17 @@ int Commands::finish(const CallOutcome& outcome, Human&& human) {
   return kExitOk;
 }
 
+int Commands::health() {
+  const CallOutcome outcome = client_.call("health");
+  const int code = finish(outcome, [](const json& r) {
+    if (r.value("healthy", false)) std::cout << "healthy\n";
+    for (const auto& p : r.value("problems", json::array()))
+      std::cout << (p.is_string() ? p.get<std::string>() : p.dump()) << '\n';
+  });
+  if (code != kExitOk) return code;
+  return outcome.result.value("healthy", false) ? kExitOk : kExitUnhealthy;
+}
+
 int Commands::status() {
   return finish(client_.call("status"), [](const json& r) { print_status(r, std::cout); });
 }

@@ -48,6 +48,7 @@ class Commands {
  public:
   explicit Commands(const GlobalOptions& options);
 
+  int health();
   int status();
   int port_list();
   int port_get(const std::string& name);

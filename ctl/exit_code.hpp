@@ -9,6 +9,7 @@ enum ExitCode : int {
   kExitRpcError = 1,     // the daemon answered with a JSON-RPC error (code printed)
   kExitUsage = 2,        // bad command line (unknown command, missing or malformed argument)
   kExitUnreachable = 3,  // no daemon: cannot connect, connection lost, no reply in time
+  kExitUnhealthy = 4,    // `health`: the daemon answered that it is not ready
 };
 
 inline constexpr const char* kExitCodeHelp =
@@ -16,6 +17,7 @@ inline constexpr const char* kExitCodeHelp =
     "  0  ok\n"
     "  1  the daemon answered with a JSON-RPC error (its code and message are printed)\n"
     "  2  usage error (unknown command, missing or malformed argument)\n"
-    "  3  cannot reach the daemon (no socket, connection refused or lost, no reply in time)\n";
+    "  3  cannot reach the daemon (no socket, connection refused or lost, no reply in time)\n"
+    "  4  health: the daemon is not ready (its problems are printed)\n";
 
 }  // namespace xdpvhost::ctl

@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   int code = kExitOk;
   auto run = [&](auto fn) { return [&, fn] { code = fn(Commands(global)); }; };
 
+  app.add_subcommand("health", "readiness: exit 0 healthy, 4 not (the problems printed)")
+      ->callback(run([](Commands c) { return c.health(); }));
   app.add_subcommand("status", "uptime, service threads, ports, uplinks")
       ->callback(run([](Commands c) { return c.status(); }));
 

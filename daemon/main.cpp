@@ -88,7 +88,8 @@ class Listeners {
           spdlog::critical("reload: control socket lost: {}", again);
       }
     }
-    if (!(next.metrics == metrics_config_)) {
+    metrics_config_.zero_breakdowns = next.metrics.zero_breakdowns;  // read at each render
+    if (next.metrics.listen != metrics_config_.listen) {
       const MetricsConfig previous = metrics_config_;
       metrics_.reset();
       if (std::string error; !start_metrics(next.metrics, error)) {

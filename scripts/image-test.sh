@@ -20,7 +20,7 @@
 #    - xdpvhostd starts as uid 10001 with exactly NET_ADMIN, NET_RAW,
 #      IPC_LOCK and SYS_ADMIN (its file capabilities; podman's default
 #      seccomp profile) and answers
-#      `xdpvhostctl status` and /healthz;
+#      `xdpvhostctl status`, `xdpvhostctl health` and /healthz;
 #    - with an uplink on a veth pair in network namespaces of this script's
 #      own (xvimg-*), it attaches XDP and binds AF_XDP as that user, detaches
 #      at stop, and does both again when started a second time;
@@ -150,6 +150,8 @@ check "the daemon's uid is 10001 and its effective capabilities are exactly $CAP
   grep -Eq '^Uid:\s+10001\s' $work/status.txt &&
   eff=\$(sed -n 's/^CapEff:\s*//p' $work/status.txt) &&
   echo CapEff=\$eff && [ \"\$eff\" = \"\$(printf '%016x' \$(( (1<<12) | (1<<13) | (1<<14) | (1<<21) )))\" ]"
+check "the readiness probe's command, xdpvhostctl health, exits 0" sh -c "
+  podman exec xvimg-daemon xdpvhostctl --timeout 1 health"
 check "/healthz answers 200 ok" sh -c "
   podman exec xvimg-daemon python3 -c 'import urllib.request as u; r = u.urlopen(\"http://127.0.0.1:9477/healthz\"); print(r.status, r.read().decode()); assert r.status == 200'"
 check "SIGTERM stops the daemon with status 0" sh -c "

@@ -149,7 +149,10 @@ Config config_from_json(const json& j) {
     requests.per_second = opt_u32(*it, "relearn_per_s").value_or(requests.per_second);
     requests.burst = opt_u32(*it, "relearn_burst").value_or(requests.burst);
   }
-  if (auto it = j.find("metrics"); it != j.end()) c.metrics.listen = it->value("listen", "");
+  if (auto it = j.find("metrics"); it != j.end()) {
+    c.metrics.listen = it->value("listen", "");
+    c.metrics.zero_breakdowns = it->value("zero_breakdowns", false);
+  }
   if (auto it = j.find("log"); it != j.end()) {
     c.log.level = parse_log_level(it->value("level", "info")).value_or(LogLevel::kInfo);
   }

@@ -88,15 +88,16 @@ json to_json(const Config& c) {
   json control{{"socket", c.control.socket}, {"mode", mode}};
   if (c.control.group) control["group"] = *c.control.group;
   control["idle_timeout_s"] = c.control.idle_timeout_s;
-  json j{{"ports", std::move(ports)},
-         {"uplinks", std::move(uplinks)},
-         {"tunables", to_json(c.tunables)},
-         {"threads", std::move(threads)},
-         {"control", std::move(control)},
-         {"metrics", {{"listen", c.metrics.listen}}},
-         {"log", {{"level", to_string(c.log.level)}}},
-         {"socket_dirs", c.socket_dirs},
-         {"security", {{"seccomp", c.security.seccomp}}}};
+  json j{
+      {"ports", std::move(ports)},
+      {"uplinks", std::move(uplinks)},
+      {"tunables", to_json(c.tunables)},
+      {"threads", std::move(threads)},
+      {"control", std::move(control)},
+      {"metrics", {{"listen", c.metrics.listen}, {"zero_breakdowns", c.metrics.zero_breakdowns}}},
+      {"log", {{"level", to_string(c.log.level)}}},
+      {"socket_dirs", c.socket_dirs},
+      {"security", {{"seccomp", c.security.seccomp}}}};
   json prefixes = json::array();
   for (const auto& p : c.mac_learning.prefixes) prefixes.push_back(p.to_string());
   j["mac_learning"] = {{"prefixes", std::move(prefixes)},

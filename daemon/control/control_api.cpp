@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/state_json.hpp"
+#include "runtime/health_check.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -53,6 +54,7 @@ void ControlApi::register_methods(RpcDispatcher& d) {
     return [this, m](const json& params) { return (this->*m)(params); };
   };
   d.add("version", bind(&ControlApi::version));
+  d.add("health", bind(&ControlApi::health));
   d.add("status", bind(&ControlApi::status));
   d.add("port.list", bind(&ControlApi::port_list));
   d.add("port.get", bind(&ControlApi::port_get));
@@ -73,6 +75,11 @@ RpcResult ControlApi::version(const json&) {
   return json{{"version", daemon_.version()},
               {"protocol", kProtocolVersion},
               {"methods", SchemaRegistry::embedded().methods()}};
+}
+
+RpcResult ControlApi::health(const json&) {
+  const Health health = check_health(daemon_);
+  return json{{"healthy", health.ok()}, {"problems", health.problems}};
 }
 
 RpcResult ControlApi::status(const json&) {

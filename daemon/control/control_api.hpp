@@ -21,6 +21,7 @@ class ControlApi {
 
  private:
   RpcResult version(const nlohmann::json& params);
+  RpcResult health(const nlohmann::json& params);
   RpcResult status(const nlohmann::json& params);
   RpcResult port_list(const nlohmann::json& params);
   RpcResult port_get(const nlohmann::json& params);

@@ -66,7 +66,7 @@ void add_build_families(Families& out, const Daemon& daemon) {
   }
 }
 
-void add_port_families(Families& out, const Daemon& daemon) {
+void add_port_families(Families& out, const Daemon& daemon, Breakdowns listed) {
   const auto ports = ports_of(daemon);
 
   {
@@ -114,7 +114,7 @@ void add_port_families(Families& out, const Daemon& daemon) {
     drops.push_back(p.counters.drops);
   }
   add_counter_families(out, "xdpvhost_port_", dataplane::kPortCounters, rows);
-  add_drop_family(out, "xdpvhost_port_", labels, drops);
+  add_drop_family(out, "xdpvhost_port_", labels, drops, listed);
   {
     // Per queue pair: the port's labels and queue="N".
     std::vector<std::string> pair_names;
@@ -128,34 +128,22 @@ void add_port_families(Families& out, const Daemon& daemon) {
         l.emplace_back(dataplane::kQueuePairs.label, pair_names[name++]);
         pair_rows.push_back({std::move(l), q.counters});
       }
-    add_counter_families(out, "xdpvhost_port_", dataplane::kQueuePairCounters, pair_rows);
+    add_counter_families(out, "xdpvhost_port_", dataplane::kQueuePairCounters, pair_rows,
+                         dataplane::PortScope::kGuest, listed);
   }
-  {
-    const auto& info = dataplane::kOffloadRefused;
-    auto f = make_family(std::string("xdpvhost_port_") + std::string(info.family),
-                         MetricType::Counter, info.help);
-    for (std::size_t r = 0; r < ports.size(); ++r)
-      for (std::size_t i = 1; i < net::kOffloadErrorCount; ++i) {
-        std::vector<Label> l = labels[r];
-        l.emplace_back(info.label, net::counter_name(static_cast<net::OffloadError>(i)));
-        add_sample(f, LabelSpan(l), ports[r].counters.offload_refused[i]);
-      }
-    out.push_back(std::move(f));
+  std::vector<dataplane::CounterValues<net::kOffloadErrorCount>> offload_refused;
+  std::vector<dataplane::CounterValues<dataplane::kMacRefusals>> mac_refused;
+  for (const auto& p : ports) {
+    offload_refused.push_back(p.counters.offload_refused);
+    mac_refused.push_back(p.counters.mac_refused);
   }
-  {
-    // Only the reasons that occurred: an idle port adds no series.
-    const auto& info = dataplane::kMacRefused;
-    auto f = make_family(std::string("xdpvhost_port_") + std::string(info.family),
-                         MetricType::Counter, info.help);
-    for (std::size_t r = 0; r < ports.size(); ++r)
-      for (std::size_t i = 0; i < dataplane::kMacRefusals; ++i) {
-        if (ports[r].counters.mac_refused[i] == 0) continue;
-        std::vector<Label> l = labels[r];
-        l.emplace_back(info.label, dataplane::to_string(static_cast<dataplane::MacRefusal>(i)));
-        add_sample(f, LabelSpan(l), ports[r].counters.mac_refused[i]);
-      }
-    out.push_back(std::move(f));
-  }
+  add_reason_family(
+      out, "xdpvhost_port_", dataplane::kOffloadRefused, labels, offload_refused, 1,
+      [](std::size_t i) { return net::counter_name(static_cast<net::OffloadError>(i)); }, listed);
+  add_reason_family(
+      out, "xdpvhost_port_", dataplane::kMacRefused, labels, mac_refused, 0,
+      [](std::size_t i) { return dataplane::to_string(static_cast<dataplane::MacRefusal>(i)); },
+      listed);
 }
 
 void add_thread_families(Families& out, Daemon& daemon) {

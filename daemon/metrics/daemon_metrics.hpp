@@ -7,12 +7,13 @@
 // atomics, no locks) on the control thread.
 
 #include "runtime/daemon.hpp"
-#include "family_builder.hpp"
+#include "counter_families.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
 void add_build_families(Families& out, const Daemon& daemon);
-void add_port_families(Families& out, const Daemon& daemon);
+// Breakdowns (drops, refusals by reason; packets by queue pair) as `listed`.
+void add_port_families(Families& out, const Daemon& daemon, Breakdowns listed);
 void add_thread_families(Families& out, Daemon& daemon);
 
 }  // namespace xdpvhost::daemon::metrics

@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon_metrics.hpp"
-#include "health_check.hpp"
+#include "runtime/health_check.hpp"
 #include "listen_address.hpp"
 #include "process_metrics.hpp"
 #include "uplink_source.hpp"
@@ -44,9 +44,11 @@ void MetricsService::stop() {
 Families MetricsService::collect() {
   Families families;
   add_build_families(families, daemon_);
-  add_port_families(families, daemon_);
+  const Breakdowns listed =
+      daemon_.config().metrics.zero_breakdowns ? Breakdowns::kAll : Breakdowns::kCounted;
+  add_port_families(families, daemon_, listed);
   add_thread_families(families, daemon_);
-  add_uplink_families(families, collect_uplink_metrics(daemon_));
+  add_uplink_families(families, collect_uplink_metrics(daemon_), listed);
   add_process_families(families);
   return families;
 }

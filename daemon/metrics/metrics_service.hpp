@@ -1,7 +1,7 @@
 #pragma once
 // The metrics listener (config metrics.listen): GET /metrics answers the
 // Prometheus text format (0.0.4) with every xdpvhost_* metric, GET /healthz
-// 200 "ok" while the daemon is healthy (health_check.hpp) and 503 with the
+// 200 "ok" while the daemon is healthy (runtime/health_check.hpp) and 503 with the
 // problems otherwise, anything else 404.
 //
 // A scrape builds the families as prometheus-cpp's data model

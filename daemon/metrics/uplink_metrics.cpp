@@ -14,7 +14,8 @@ using prometheus::MetricType;
 
 }  // namespace
 
-void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplinks) {
+void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplinks,
+                         Breakdowns listed) {
   {
     auto f =
         make_family("xdpvhost_uplink_info", MetricType::Gauge,
@@ -82,7 +83,7 @@ void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplink
     }
   add_counter_families(out, "xdpvhost_uplink_", dataplane::kPortCounters, port_rows,
                        dataplane::PortScope::kAll);
-  add_drop_family(out, "xdpvhost_uplink_", labels, drops);
+  add_drop_family(out, "xdpvhost_uplink_", labels, drops, listed);
   add_counter_families(out, "xdpvhost_uplink_", dataplane::kUplinkQueueCounters, queue_rows);
 
   {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "family_builder.hpp"
+#include "counter_families.hpp"
 #include "control/stats_snapshot.hpp"
 #include "nic/xdp_program.hpp"
 
@@ -37,7 +37,9 @@ struct UplinkMetrics {
 };
 
 // Every xdpvhost_uplink_* family; the families are there (with no series)
-// even when there are no uplinks, so dashboards see them.
-void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplinks);
+// even when there are no uplinks, so dashboards see them. drops_total lists
+// the reasons as `listed` says.
+void add_uplink_families(Families& out, const std::vector<UplinkMetrics>& uplinks,
+                         Breakdowns listed);
 
 }  // namespace xdpvhost::daemon::metrics

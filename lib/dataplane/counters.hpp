@@ -161,15 +161,14 @@ inline constexpr CounterInfo kOffloadRefused{
     "reason"};
 
 // A guest port's refused source MACs (MAC learning), by reason (MacRefusal):
-// JSON object "mac_refused", family mac_refused_total with label reason;
-// only reasons that occurred have a series.
+// JSON object "mac_refused", family mac_refused_total with label reason.
 inline constexpr CounterInfo kMacRefused{
     "mac_refused", "mac_refused_total",
     "Source MACs a guest sent from that its port may not learn, by reason (its frames are "
-    "dropped as spoofed_source); only reasons that occurred are exposed.",
+    "dropped as spoofed_source).",
     "reason"};
-// Every port's drops, by reason: JSON object "drops", family drops_total
-// with label reason (every reason listed, zero or not).
+// Every port's drops, by reason: JSON object "drops" (every reason, zero or
+// not), family drops_total with label reason.
 inline constexpr CounterInfo kPortDrops{
     "drops", "drops_total", "Frames dropped at a port, by reason.", "reason", {}, "DROPS"};
 

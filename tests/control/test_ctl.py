@@ -1,6 +1,6 @@
 """xdpvhostctl against a running daemon: every command in human and --json
 form, and the exit codes scripts rely on (0 ok, 1 JSON-RPC error, 2 usage,
-3 daemon unreachable)."""
+3 daemon unreachable, 4 not healthy)."""
 
 import json
 import os
@@ -53,6 +53,29 @@ class Ctl(unittest.TestCase):
         self.assertIn("(protocol 1)", out)
         v = json.loads(self.run_ctl("version", "--json")[0])
         self.assertEqual(v["daemon"]["protocol"], 1)
+
+    def test_health(self):
+        """The readiness probe's command: 0 and "healthy" while the port serves
+        its socket, 4 and the problem once the socket file is gone, 0 again
+        when that port is removed; 3 when no daemon answers."""
+        out, _ = self.run_ctl("health")
+        self.assertEqual(out, "healthy\n")
+        self.assertEqual(self.json_ctl("health", "health"), {"healthy": True, "problems": []})
+        sock = os.path.join(self.dir, "vmh.sock")
+        self.run_ctl("port", "add", "vmh", "--socket", sock, "--mac", "52:54:00:00:30:0e")
+        try:
+            os.unlink(sock)  # no frontend can connect any more
+            out, _ = self.run_ctl("health", code=4)
+            self.assertIn("port vmh", out)
+            self.assertIn(sock, out)
+            result = json.loads(self.run_ctl("--json", "health", code=4)[0])
+            self.assertEqual(PROTO.result_errors("health", result), [])
+            self.assertFalse(result["healthy"])
+            self.assertEqual(len(result["problems"]), 1, result)
+        finally:
+            self.run_ctl("port", "rm", "vmh")
+        self.run_ctl("health")
+        self.assertEqual(ctltest.ctl(os.path.join(self.dir, "missing.sock"), "health")[0], 3)
 
     def test_port_lifecycle(self):
         sock = os.path.join(self.dir, "vm2.sock")

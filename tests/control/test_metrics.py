@@ -3,10 +3,14 @@ Prometheus text format by a strict parser (xvtest.prom) with the families and
 conventions documented, counters that match the traffic two DPDK testpmd
 guests sent (compared with stats.get and with testpmd's own counts),
 /healthz readiness, HTTP behaviour (404, 405, HEAD, keep-alive, a stalled
-client), IPv6, and a listener that cannot be opened."""
+client), IPv6, and a listener that cannot be opened. The series budget: an
+idle port costs at most 30 series, breakdowns appear once they count, and
+metrics.zero_breakdowns (set by a SIGHUP reload) lists them all."""
 
 import http.client
+import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -99,6 +103,29 @@ def scrape(port=PORT):
     return prom.parse(body)
 
 
+# What an idle port may cost (docs/operating.md, "Series budget").
+IDLE_PORT_SERIES_BUDGET = 30
+# Breakdown families: a series appears once it has counted
+# (metrics.zero_breakdowns: every one from the start).
+BREAKDOWNS = ("xdpvhost_port_drops_total", "xdpvhost_port_offload_refused_total",
+              "xdpvhost_port_mac_refused_total", "xdpvhost_port_queue_packets_total")
+
+
+def series_of_port(families, port):
+    """{family: number of series} labelled port=`port`."""
+    counts = {}
+    for name, fam in families.items():
+        n = sum(1 for _, labels, _ in fam["samples"] if labels.get("port") == port)
+        if n:
+            counts[name] = n
+    return counts
+
+
+def breakdown(families, name, port, label):
+    """{label value: sample value} of a breakdown family for one port."""
+    return {l[label]: v for n, l, v in families[name]["samples"] if l.get("port") == port}
+
+
 # The daemon answers /metrics from a body rendered at most this long before
 # (kExpositionMaxAge, daemon/metrics/metrics_service.hpp).
 EXPOSITION_MAX_AGE_S = 1.0
@@ -169,10 +196,8 @@ class Metrics(unittest.TestCase):
             states = {l["state"]: v for n, l, v in families["xdpvhost_port_state"]["samples"]
                       if l["port"] == port}
             self.assertEqual(sum(states.values()), 1)
-            reasons = [l["reason"] for n, l, v in families["xdpvhost_port_drops_total"]["samples"]
-                       if l["port"] == port]
-            self.assertIn("no_rx_buffer", reasons)
-            self.assertEqual(len(reasons), len(set(reasons)))
+            # No frame dropped yet: no reason listed.
+            self.assertEqual(breakdown(families, "xdpvhost_port_drops_total", port, "reason"), {})
         self.assertEqual(families["xdpvhost_uplink_info"]["samples"], [])  # no uplinks here
         # The metrics listener answers anybody who reaches it: no sample
         # carries a port's socket path (a VM's claim directory).
@@ -257,6 +282,29 @@ class Metrics(unittest.TestCase):
             for t in attackers:
                 t.join(10)
 
+    def test_an_idle_port_costs_at_most_30_series(self):
+        """16 idle ports, four queue pairs each: every one costs the same
+        few series, none of them a breakdown."""
+        names = [f"idle{i}" for i in range(16)]
+        for i, name in enumerate(names):
+            self.daemon.call("port.add", name=name, socket=os.path.join(self.dir, f"{name}.sock"),
+                             mac=f"52:54:00:00:51:{i:02x}", queues=4)
+        try:
+            families = scrape_after_change()
+            counts = [series_of_port(families, name) for name in names]
+            print(f"\nseries of an idle port: {sum(counts[0].values())} "
+                  f"({', '.join(f'{k} {n}' for k, n in sorted(counts[0].items()))})")
+            for name, c in zip(names, counts):
+                self.assertLessEqual(sum(c.values()), IDLE_PORT_SERIES_BUDGET, (name, c))
+                self.assertEqual(c, counts[0], name)
+                self.assertEqual(set(c) & set(BREAKDOWNS), set(), name)
+            # Every family is still there for the dashboards, with its HELP.
+            for name in BREAKDOWNS:
+                self.assertIn(name, families)
+        finally:
+            for name in names:
+                self.daemon.call("port.remove", name=name)
+
     def test_uplink_families(self):
         """An uplink whose interface does not exist (yet): listed, link absent, queues unbound."""
         self.daemon.call("uplink.add", name="up0", interface=ctltest.ABSENT_IF, queues=[0, 3])
@@ -326,12 +374,20 @@ class Metrics(unittest.TestCase):
                                  s[f"{direction}_packets"])
                 self.assertEqual(v("xdpvhost_port_bytes_total", port=port, direction=direction),
                                  s[f"{direction}_bytes"])
-            for reason, n in s["drops"].items():
-                self.assertEqual(v("xdpvhost_port_drops_total", port=port, reason=reason), n)
+            # A reason has a series once it has dropped a frame.
+            self.assertEqual(breakdown(families, "xdpvhost_port_drops_total", port, "reason"),
+                             {r: n for r, n in s["drops"].items() if n})
+            for pair in s["queue_pairs"]:
+                for direction in ("rx", "tx"):
+                    n = pair[f"{direction}_packets"]
+                    got = [val for _, l, val in families["xdpvhost_port_queue_packets_total"]
+                           ["samples"] if l["port"] == port and l["direction"] == direction
+                           and l["queue"] == str(pair["pair"])]
+                    self.assertEqual(got, [n] if n else [], (port, pair, direction))
             for metric, key in PORT_COUNTERS.items():
                 self.assertEqual(v(metric, port=port), s[key], metric)
         # Delivered or dropped with a reason, nothing unaccounted.
-        drops2 = sum(v("xdpvhost_port_drops_total", port="vm2", reason=r) for r in s2["drops"])
+        drops2 = sum(breakdown(families, "xdpvhost_port_drops_total", "vm2", "reason").values())
         self.assertEqual(v("xdpvhost_port_packets_total", port="vm2", direction="tx") + drops2,
                          taken)
         self.assertEqual(v("xdpvhost_port_bytes_total", port="vm1", direction="rx"),
@@ -351,6 +407,53 @@ class Metrics(unittest.TestCase):
                          0)
         self.assertEqual(prom.value(scrape(), "xdpvhost_port_packets_total", port="vm1",
                                     direction="rx"), taken)
+
+
+class ZeroBreakdowns(unittest.TestCase):
+    def test_reload_lists_every_breakdown_and_keeps_the_listener(self):
+        """metrics.zero_breakdowns set by a SIGHUP reload: every reason and
+        queue pair of an idle port is listed, zero; the listener is not
+        re-made (a keep-alive connection from before still gets answers)."""
+        d = ctltest.workdir("metrics-zero")
+        port = PORT + 3
+        daemon = ctltest.checked_daemon(d, {
+            "ports": [{"name": "vm1", "socket": os.path.join(d, "vm1.sock"), "mac": MAC1,
+                       "queues": 2}],
+            "metrics": {"listen": f"127.0.0.1:{port}"},
+        }).start()
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+            def scrape_on_conn():
+                conn.request("GET", "/metrics")
+                r = conn.getresponse()
+                self.assertEqual(r.status, 200)
+                return prom.parse(r.read().decode())
+
+            before = series_of_port(scrape_on_conn(), "vm1")
+            self.assertLessEqual(sum(before.values()), IDLE_PORT_SERIES_BUDGET, before)
+            daemon.config["metrics"]["zero_breakdowns"] = True
+            with open(daemon.config_path, "w") as f:
+                json.dump(daemon.config, f)
+            daemon.proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: daemon.call("config.get")["metrics"]["zero_breakdowns"],
+                       what="the reload")
+            time.sleep(EXPOSITION_MAX_AGE_S)
+            families = scrape_on_conn()
+            drops = breakdown(families, "xdpvhost_port_drops_total", "vm1", "reason")
+            self.assertIn("no_rx_buffer", drops)
+            self.assertIn("spoofed_source", drops)
+            self.assertEqual(set(drops.values()), {0})
+            refused = breakdown(families, "xdpvhost_port_offload_refused_total", "vm1", "reason")
+            self.assertIn("gso_bad_size", refused)
+            self.assertNotIn("none", refused)
+            self.assertEqual(len(breakdown(families, "xdpvhost_port_queue_packets_total", "vm1",
+                                           "queue")), 2)
+            after = series_of_port(families, "vm1")
+            self.assertGreater(sum(after.values()), sum(before.values()) + 30, after)
+            conn.close()
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
 
 
 class Listener(unittest.TestCase):

@@ -48,9 +48,10 @@ std::vector<UplinkMetrics> sample_uplinks() {
   return {u};
 }
 
-std::string exposition(const std::vector<UplinkMetrics>& uplinks) {
+std::string exposition(const std::vector<UplinkMetrics>& uplinks,
+                       Breakdowns listed = Breakdowns::kCounted) {
   Families families;
-  add_uplink_families(families, uplinks);
+  add_uplink_families(families, uplinks, listed);
   return prometheus::TextSerializer().Serialize(families);
 }
 
@@ -96,6 +97,23 @@ TEST(UplinkMetrics, QueuesInfoAndXdpStatistics) {
       has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="redirected"} 1000)"));
   EXPECT_TRUE(
       has_line(t, R"(xdpvhost_uplink_xdp_frames_total{uplink="up0",outcome="bypassed"} 0)"));
+}
+
+// Drops by reason: a reason has a series once it has counted, every reason
+// with metrics.zero_breakdowns.
+TEST(UplinkMetrics, DropReasonsListedOnceCountedOrAll) {
+  const std::string counted = exposition(sample_uplinks());
+  EXPECT_TRUE(has_line(
+      counted, R"(xdpvhost_uplink_drops_total{uplink="up0",queue="1",reason="uplink_tx_full"} 9)"));
+  EXPECT_EQ(counted.find(R"(reason="no_rx_buffer")"), std::string::npos) << counted;
+  const std::string all = exposition(sample_uplinks(), Breakdowns::kAll);
+  EXPECT_TRUE(has_line(
+      all, R"(xdpvhost_uplink_drops_total{uplink="up0",queue="1",reason="no_rx_buffer"} 0)"));
+  EXPECT_TRUE(has_line(
+      all, R"(xdpvhost_uplink_drops_total{uplink="up0",queue="0",reason="uplink_tx_full"} 9)"));
+  // The port's own totals are listed either way.
+  EXPECT_TRUE(has_line(
+      counted, R"(xdpvhost_uplink_packets_total{uplink="up0",queue="0",direction="tx"} 0)"));
 }
 
 TEST(UplinkMetrics, EveryFamilyOnceEvenWithoutUplinks) {

@@ -189,20 +189,22 @@ class Rendering(unittest.TestCase):
         daemon, plugin = containers["xdpvhostd"], containers["dra-plugin"]
         self.assertRegex(str(daemon["resources"]["requests"]["cpu"]), r"^[1-9][0-9]*$",
                          "whole CPUs, for the static CPU manager")
-        # Probes: readiness on /healthz of the metrics port; liveness runs
-        # xdpvhostctl with a --timeout the probe's timeout leaves room for.
+        # Probes run xdpvhostctl over the control socket (readiness: health,
+        # liveness: status), never over the metrics port, which every pod on
+        # the node reaches; each with a --timeout its probe's timeout leaves
+        # room for.
         config = json.loads(next(o["data"]["config.json"] for o in objs if o["kind"] == "ConfigMap"
                                  and "config.json" in o.get("data", {})))
         metrics_port = int(config["metrics"]["listen"].rsplit(":", 1)[1])
-        ready = daemon["readinessProbe"]
-        self.assertEqual(ready["httpGet"], {"path": "/healthz", "port": metrics_port})
-        live = daemon["livenessProbe"]
-        cmd = live["exec"]["command"]
-        self.assertTrue(cmd[0].endswith("xdpvhostctl"))
-        self.assertEqual(cmd[-1], "status")
-        cli_timeout = float(cmd[cmd.index("--timeout") + 1])
-        self.assertGreater(live["timeoutSeconds"], cli_timeout)
-        self.assertGreaterEqual(live["periodSeconds"], live["timeoutSeconds"])
+        for probe, command in (("readinessProbe", "health"), ("livenessProbe", "status")):
+            p = daemon[probe]
+            self.assertEqual(set(p) & {"httpGet", "tcpSocket", "grpc"}, set(), probe)
+            cmd = p["exec"]["command"]
+            self.assertTrue(cmd[0].endswith("xdpvhostctl"), probe)
+            self.assertEqual(cmd[-1], command, probe)
+            cli_timeout = float(cmd[cmd.index("--timeout") + 1])
+            self.assertGreater(p["timeoutSeconds"], cli_timeout, probe)
+            self.assertGreaterEqual(p["periodSeconds"], p["timeoutSeconds"], probe)
         self.assertEqual([p["containerPort"] for p in daemon["ports"] if p["name"] == "metrics"],
                          [metrics_port])
         # Capabilities: exactly the daemon's set (the image's setcap), none

@@ -1,8 +1,8 @@
-#include "health_check.hpp"
+#include "runtime/health_check.hpp"
 
 #include <sys/stat.h>
 
-namespace xdpvhost::daemon::metrics {
+namespace xdpvhost::daemon {
 
 Health check_health(Daemon& daemon) {
   Health h;
@@ -32,4 +32,4 @@ Health check_health(Daemon& daemon) {
   return h;
 }
 
-}  // namespace xdpvhost::daemon::metrics
+}  // namespace xdpvhost::daemon
