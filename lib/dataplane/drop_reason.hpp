@@ -26,6 +26,8 @@ enum class DropReason : std::uint8_t {
   kUplinkRefused,       // the interface dropped a frame the socket handed it (copy mode:
                         // sendto's EBUSY, NET_XMIT_DROP; e.g. longer than a veth peer takes);
                         // it left the daemon, so it is in tx_packets too
+  kMailboxShare,        // a GSO frame for another thread's guest that would take more of the
+                        // mailbox as segments than one frame may (Mailbox::kMaxShare)
   kCount
 };
 
@@ -65,6 +67,8 @@ constexpr const char* to_string(DropReason r) {
       return "flood_limited";
     case DropReason::kUplinkRefused:
       return "uplink_refused";
+    case DropReason::kMailboxShare:
+      return "mailbox_share";
     case DropReason::kCount:
       break;
   }

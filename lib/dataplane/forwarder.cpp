@@ -70,7 +70,11 @@ bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool
 bool Forwarder::push_segments(Port& from, Mailbox& box, const SwitchEntry& to, const Frame& frame,
                               bool unicast) noexcept {
   net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
-  if (box.free_slots() < segmenter.total()) {
+  if (segmenter.total() > Mailbox::kMaxShare) {  // more than it may ever take
+    from.counters().drop(DropReason::kMailboxShare);
+    return true;
+  }
+  if (segmenter.total() > box.share_for_one_frame()) {
     if (unicast) return false;  // the sender waits, as for a full mailbox
     from.counters().drop(DropReason::kMailboxFull);
     return true;

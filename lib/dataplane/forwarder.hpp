@@ -54,7 +54,8 @@ class Forwarder {
  private:
   bool send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept;
   void flood(Port& from, const Frame& frame) noexcept;
-  // A GSO frame longer than a mailbox slot, as segments (made in software).
+  // A GSO frame longer than a mailbox slot, as segments (made in software),
+  // within the mailbox's share for one frame (Mailbox::share_for_one_frame).
   bool push_segments(Port& from, Mailbox& box, const SwitchEntry& to, const Frame& frame,
                      bool unicast) noexcept;
 

@@ -21,6 +21,13 @@ class Mailbox {
  public:
   static constexpr std::uint32_t kSlots = 256;
   static constexpr std::uint32_t kMaxFrame = 9216;
+  // A frame cut into segments here (a GSO frame longer than a slot) takes
+  // slots only beyond a reserve kept for other frames: at most kMaxShare
+  // when the mailbox is empty, less as it fills. One guest's frame of up to
+  // 256 segments cannot fill the mailbox that every sender on its thread
+  // shares toward the destination's thread.
+  static constexpr std::uint32_t kReserved = kSlots / 4;
+  static constexpr std::uint32_t kMaxShare = kSlots - kReserved;
 
   struct Slot {
     std::uint32_t port_id;
@@ -49,6 +56,12 @@ class Mailbox {
   // Producer: how many more frames fit now.
   std::uint32_t free_slots() const noexcept {
     return kSlots - (head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire));
+  }
+
+  // Producer: how many slots one frame's segments may take now.
+  std::uint32_t share_for_one_frame() const noexcept {
+    const std::uint32_t free = free_slots();
+    return free > kReserved ? free - kReserved : 0;
   }
 
   bool empty() const noexcept {

@@ -194,6 +194,47 @@ TEST(ServiceThread, GsoSegmentsTooLongForAMailboxAreDroppedAndCounted) {
   EXPECT_TRUE(b.guest.received().empty());
 }
 
+// A GSO frame for a guest on another thread is cut into segments into the
+// mailbox that every sender on this thread shares toward that thread: one
+// frame takes at most Mailbox::kMaxShare slots. One of 200 segments (gso_size
+// 50, the floor is 48) is dropped with its own reason; one of 150 arrives,
+// every segment of it.
+TEST(ServiceThread, AFrameTakesNoMoreThanItsShareOfAMailbox) {
+  Dataplane dp(options(2, 0));
+  const std::uint64_t tso = test::default_features() | virtio::bit(virtio::Feature::kNetCsum) |
+                            virtio::bit(virtio::Feature::kNetHostTso4);
+  Attached a(dp, 0, kMacA, tso);
+  Attached b(dp, 1, kMacB);
+  b.guest.post_rx(256);
+  auto send = [&](std::uint16_t gso_size, std::uint32_t segments) {
+    virtio::NetHeader h{};
+    h.flags = virtio::NetHeader::kFlagNeedsCsum;
+    h.gso_type = virtio::NetHeader::kGsoTcpv4;
+    h.gso_size = gso_size;
+    h.hdr_len = 14 + 20 + 20;
+    h.csum_start = 14 + 20;
+    h.csum_offset = 16;
+    const auto frame = test::tcp_frame(kMacB, kMacA, std::size_t{gso_size} * segments);
+    ASSERT_GT(frame.size(), Mailbox::kMaxFrame) << "segmented on the way into the mailbox";
+    a.guest.send(frame, h, 3);
+  };
+  auto drops = [&](DropReason r) {
+    return a.port.counters().drops[static_cast<std::size_t>(r)].get();
+  };
+  static_assert(Mailbox::kMaxShare >= 150 && Mailbox::kMaxShare < 200);
+  send(50, 200);
+  ASSERT_TRUE(eventually([&] { return a.guest.tx_completed() == 1; }));
+  EXPECT_TRUE(eventually([&] { return drops(DropReason::kMailboxShare) == 1; }));
+  EXPECT_TRUE(b.guest.received().empty());
+  send(62, 150);
+  ASSERT_TRUE(eventually([&] { return a.guest.tx_completed() == 2; }));
+  std::size_t received = 0;
+  EXPECT_TRUE(eventually([&] { return (received += b.guest.received().size()) == 150; }))
+      << received;
+  EXPECT_EQ(drops(DropReason::kMailboxShare), 1u);
+  EXPECT_EQ(drops(DropReason::kMailboxFull), 0u);
+}
+
 TEST(ServiceThread, DetachedPortIsNoLongerReachable) {
   Dataplane dp(options(2, 0));
   auto a = std::make_unique<Attached>(dp, 0, kMacA);
