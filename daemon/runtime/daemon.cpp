@@ -247,26 +247,22 @@ std::optional<dataplane::MacRefusal> Daemon::allow_learned_mac(
       return MacRefusal::kAnotherPort;
     }
   if (const auto* owner = port_with_mac(mac); owner != nullptr && owner != &port) {
-    // Live migration on one node: the guest announced itself on this port
-    // (learn-move) while the owner's guest is stopped; the MAC moves here.
-    // Only between learn-move ports: a configured MAC never moves, nor one
-    // a `learn` port locked (its guest may only be rebooting).
-    const bool handover = port.config().mac_policy == dataplane::MacPolicy::kLearnMove &&
-                          owner->config().mac_policy == dataplane::MacPolicy::kLearnMove &&
-                          owner->mac_source() == controller::MacSource::kLearned &&
-                          owner->guest_stopped();
-    if (!handover) {
-      why = text + " is port " + owner->config().name + "'s";
+    // Live migration on one node: the MAC moves here only on the evidence
+    // mac_handover.hpp asks for.
+    const auto now = MacHandovers::Clock::now();
+    if (std::string refused = handovers_.refusal(port, *owner, mac, now); !refused.empty()) {
+      why = text + " is port " + owner->config().name + "'s; " + refused;
       return MacRefusal::kAnotherPort;
     }
-    auto it = ports_.find(owner->config().name);
+    const std::string from = owner->config().name;
+    auto it = ports_.find(from);
     if (it != ports_.end()) {
-      if (auto* uplink = uplink_of(owner->config()))
-        uplink->set_guest_mac(owner->config().name, {});
+      if (auto* uplink = uplink_of(owner->config())) uplink->set_guest_mac(from, {});
       it->second->release_mac();
     }
-    spdlog::info("port {}: takes MAC {} over from port {} (its guest stopped)", port.config().name,
-                 text, owner->config().name);
+    handovers_.record(mac, from, port.config().name, now);
+    spdlog::info("port {}: takes MAC {} over from port {} (a migration of VM {}/{})",
+                 port.config().name, text, from, port.config().owner->ns, port.config().owner->vm);
   }
   if (auto* uplink = uplink_of(port.config())) uplink->set_guest_mac(port.config().name, mac);
   return std::nullopt;

@@ -28,6 +28,7 @@ GuestPortController::GuestPortController(Dataplane& dataplane, boost::asio::io_c
           config_.mac_policy == dataplane::MacPolicy::kFixed
               ? nullptr
               : static_cast<dataplane::MacLearner*>(this))),
+      migration_(2 * std::clamp<std::uint32_t>(config_.queue_pairs, 1, GuestPort::kMaxQueuePairs)),
       device_(vhost::DeviceOptions{config_.queue_pairs, true}, *this) {
   // Queue groups beyond the first, on the threads after the first one's.
   const std::uint16_t threads = dataplane.thread_count();
@@ -131,6 +132,7 @@ void GuestPortController::start_queue(vhost::QueueStart start) {
   const std::size_t g = group_of_pair(pair);
   GuestPort* port = &group_port(g);
   ServiceThread* thread = &dataplane_.thread(group_thread(g));
+  migration_.ring_started(start.vring, start.ring.last_avail_idx);
   thread->call([thread, port, start = std::move(start)]() mutable {
     port->start_queue(std::move(start));
     thread->wait_fds_changed();
@@ -150,6 +152,7 @@ std::optional<std::uint16_t> GuestPortController::stop_queue(std::uint32_t vring
   const std::size_t g = group_of_pair(pair);
   GuestPort* port = &group_port(g);
   ServiceThread* thread = &dataplane_.thread(group_thread(g));
+  migration_.ring_stopped(device_.logging());
   // Nothing (call's R{}) if the thread is stalled.
   return thread->call([thread, port, vring]() -> std::optional<std::uint16_t> {
     const std::uint16_t base = port->stop_queue(vring);
@@ -166,6 +169,7 @@ bool GuestPortController::announce(const std::array<std::uint8_t, 6>& mac) {
   GuestPort* port = port_.get();
   const net::MacAddress m = net::MacAddress::from(mac.data());
   dataplane_.thread(thread_).call([port, m] { port->announce(m); });
+  migration_.announced();
   ++announcements_;
   if (sys::worth_logging(announcements_))
     spdlog::info("port {}: SEND_RARP: announcing {} (#{})", config_.name, m.to_string(),
@@ -177,6 +181,10 @@ bool GuestPortController::guest_stopped() const noexcept {
   const auto& vrings = device_.vrings();
   return std::none_of(vrings.begin(), vrings.end(),
                       [](const vhost::Device::Vring& v) { return v.running; });
+}
+
+bool GuestPortController::frontend_connected() const noexcept {
+  return endpoint_->state() == vhost::SocketEndpoint::State::kConnected;
 }
 
 void GuestPortController::release_mac() {

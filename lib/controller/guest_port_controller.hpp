@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/migration_evidence.hpp"
 #include "controller/port_config.hpp"
 #include "dataplane/dataplane.hpp"
 #include "dataplane/guest_port.hpp"
@@ -104,6 +105,10 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
 
   // The port's guest is stopped: no ring runs (it migrated away, or went).
   bool guest_stopped() const noexcept;
+  // A frontend is connected to the port's socket.
+  bool frontend_connected() const noexcept;
+  // What the frontend showed of a live migration (migration_evidence.hpp).
+  const MigrationEvidence& migration() const noexcept { return migration_; }
   // Gives the learned MAC up: it moved to another port (the guest migrated
   // there). The caller makes the switch and the uplink follow the new port.
   void release_mac();
@@ -141,9 +146,10 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   std::uint64_t learned_ = 0;  // MACs learned (logged as refusals are: sys/log_rate.hpp)
   std::optional<MacRefusalRecord> last_refusal_;
   std::uint16_t thread_;
-  std::unique_ptr<GuestPort> port_;                // group 0
-  std::vector<Group> more_groups_;                 // groups 1 .. G-1
-  std::vector<bool> rx_running_;                   // per pair: its receive queue runs
+  std::unique_ptr<GuestPort> port_;  // group 0
+  std::vector<Group> more_groups_;   // groups 1 .. G-1
+  std::vector<bool> rx_running_;     // per pair: its receive queue runs
+  MigrationEvidence migration_;
   std::vector<const dataplane::Port*> rx_groups_;  // as the switch was last told
   vhost::Device device_;
   std::unique_ptr<vhost::SocketEndpoint> endpoint_;

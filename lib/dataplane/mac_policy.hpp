@@ -7,8 +7,8 @@
 //   learn-move the MAC follows the guest when it sends from a new unicast
 //              source (the old one is given up)
 // A MAC another port owns is never taken over by learning, except by a
-// learn-move port from another learn-move port once the owner's guest
-// stopped (it migrated here: the control side decides, see SourceGuard).
+// learn-move port from another learn-move port of the same VM on evidence
+// of a migration (the control side decides: daemon/runtime/mac_handover.hpp).
 
 #include <cstdint>
 #include <optional>

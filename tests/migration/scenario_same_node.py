@@ -1,13 +1,15 @@
 """Same-node live migration: one xdpvhostd, two ports (vma, vmb, both
-mac_policy learn-move without a configured MAC) on one uplink; the source
-QEMU on vma, the -incoming QEMU on vmb, migrated over loopback through QMP.
+mac_policy learn-move without a configured MAC, both owned by one VM) on one
+uplink; the source QEMU on vma, the -incoming QEMU on vmb, migrated over
+loopback through QMP.
 
 First a migration that is cancelled half-way (bandwidth capped so that it
 cannot finish): the source keeps running, the daemon turns dirty logging
 off again (LOG_ALL no longer acked), the peer still reaches the guest.
 Then a migration to a fresh -incoming QEMU that completes: the guest
-announces itself on vmb, whose guest sent last, so the MAC moves from vma
-(whose guest stopped) to vmb, and the peer reaches the guest there."""
+announces itself on vmb, whose rings resumed the running guest, so the MAC
+moves from vma (whose rings stopped under dirty logging) to vmb, and the
+peer reaches the guest there."""
 
 from __future__ import annotations
 
@@ -34,8 +36,9 @@ def run_same_node(ctx, r):
     net = Network(1, ctx.register_netns)
     net.create()
     socks = {p: os.path.join(wd, f"mig-{p}.sock") for p in ("vma", "vmb")}
-    ports = [{"name": p, "socket": s, "mode": "server", "mac_policy": "learn-move", "uplink": "up0"}
-             for p, s in socks.items()]
+    owner = {"namespace": "tenants", "vm": "mig"}  # one VM: the hand-over needs it
+    ports = [{"name": p, "socket": s, "mode": "server", "mac_policy": "learn-move", "uplink": "up0",
+              "owner": owner} for p, s in socks.items()]
     node = XdpvhostNode(ctx, os.path.join(wd, "node"), node_ns(1), socks["vma"], ports).start()
     d = node.daemon
     common = dict(mac=GUEST_MAC, ip=f"{GUEST_IP}/{PREFIX}", peer=PEER_IP, reconnect=1,

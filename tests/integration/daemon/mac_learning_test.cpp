@@ -27,6 +27,27 @@ class MacLearning : public DaemonTest {
     p["mac_policy"] = policy;
     return p;
   }
+  // A learn-move port of VM `vm` (namespace "tenants").
+  nlohmann::json vm_port(const std::string& name, const std::string& vm) {
+    nlohmann::json p = learning_port(name, "learn-move");
+    p["owner"] = {{"namespace", "tenants"}, {"vm", vm}};
+    return p;
+  }
+  // A guest whose rings resume a running guest, as after an incoming
+  // migration: one frame delivered (its RX ring moved on), then its rings
+  // stopped and started again where they were. `from` floods that frame.
+  std::unique_ptr<fe::Frontend> arriving_guest(const std::string& name, fe::Frontend& from,
+                                               std::uint32_t seq) {
+    auto g = connect_receiving_guest(name);
+    EXPECT_TRUE(send_frames(from, {numbered_frame(fe::kBroadcastMac, fe::make_mac(2), seq)}));
+    EXPECT_EQ(receive(*g, 1).size(), 1u);
+    EXPECT_TRUE(g->stop());
+    EXPECT_TRUE(g->start()) << g->last_error();
+    return g;
+  }
+  std::string refusal_detail(const std::string& name) {
+    return port_get(name).value("mac_refusal", nlohmann::json::object()).value("detail", "");
+  }
   bool learned(const std::string& name, std::uint16_t mac_id) {
     const auto p = port_get(name);
     return p.value("mac_source", "") == "learned" && p.value("mac", "") == mac_string(mac_id);
@@ -101,6 +122,59 @@ TEST_F(MacLearning, AStoppedLearnPortKeepsItsMacFromALearnMovePort) {
   ASSERT_TRUE(wait_until([&] { return drops("m", "spoofed_source") >= 1; })) << stats("m").dump();
   EXPECT_TRUE(learned("a", 1)) << port_get("a").dump();
   EXPECT_NE(port_get("m").value("mac", ""), mac_string(1));
+}
+
+// A guest reboots (its rings stop, without dirty logging, its frontend stays):
+// neither another VM's port, even one whose rings resumed, nor a fresh port
+// of the same VM takes its learn-move MAC; it keeps it and sends again.
+TEST_F(MacLearning, ARebootHandsALearnMoveMacToNobody) {
+  start_daemon({vm_port("a", "vm-a"), vm_port("n", "vm-n"), vm_port("m", "vm-a"), port("b", 2)});
+  auto b = connect_receiving_guest("b");
+  auto a = connect_receiving_guest("a");
+  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 1)}));
+  ASSERT_TRUE(wait_until([&] { return learned("a", 1); }));
+  auto n = arriving_guest("n", *b, 2);
+  ASSERT_TRUE(a->stop());  // the reboot
+  ASSERT_TRUE(send_frames(*n, {numbered_frame(kMacB, kMacA, 3)}));
+  ASSERT_TRUE(wait_until([&] { return drops("n", "spoofed_source") >= 1; })) << stats("n").dump();
+  EXPECT_NE(refusal_detail("n").find("one VM"), std::string::npos) << refusal_detail("n");
+  auto m = connect_receiving_guest("m");
+  ASSERT_TRUE(send_frames(*m, {numbered_frame(kMacB, kMacA, 4)}));
+  ASSERT_TRUE(wait_until([&] { return drops("m", "spoofed_source") >= 1; })) << stats("m").dump();
+  EXPECT_NE(refusal_detail("m").find("no migration arrived"), std::string::npos)
+      << refusal_detail("m");
+  EXPECT_TRUE(learned("a", 1)) << port_get("a").dump();
+  EXPECT_TRUE(receive(*b, 1, 300ms).empty()) << "no frame from a taker got through";
+  // The guest is back: its MAC is still its own.
+  ASSERT_TRUE(a->reset_and_renegotiate()) << a->last_error();
+  ASSERT_GT(post_rx(*a), 0u);
+  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 5)}));
+  EXPECT_TRUE(stream(*b, *a, {numbered_frame(kMacA, kMacB, 6)}));
+}
+
+// A same-node migration: the source's frontend goes, the destination's rings
+// resume the guest on another port of the same VM, and the MAC moves there.
+// The migration then fails (the destination goes, the source comes back):
+// within the grace period the source gets the MAC back.
+TEST_F(MacLearning, AMigrationHandsTheMacOverAndAFailedOneGivesItBack) {
+  start_daemon({vm_port("a", "vm-a"), vm_port("t", "vm-a"), port("b", 2)});
+  auto b = connect_receiving_guest("b");
+  auto a = connect_receiving_guest("a");
+  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 1)}));
+  ASSERT_TRUE(wait_until([&] { return learned("a", 1); }));
+  auto t = arriving_guest("t", *b, 2);
+  a.reset();  // the source's QEMU is gone
+  ASSERT_TRUE(wait_until([&] { return port_state("a") == "waiting"; })) << port_get("a").dump();
+  EXPECT_TRUE(stream(*t, *b, {numbered_frame(kMacB, kMacA, 3)}));
+  ASSERT_TRUE(wait_until([&] { return learned("t", 1); })) << port_get("t").dump();
+  EXPECT_FALSE(port_get("a").contains("mac"));
+  EXPECT_TRUE(stream(*b, *t, {numbered_frame(kMacA, kMacB, 4)})) << "b reaches the guest on t";
+  t.reset();  // the destination fails
+  ASSERT_TRUE(wait_until([&] { return port_state("t") == "waiting"; }));
+  a = connect_receiving_guest("a");  // the source resumes (fresh rings: no arrival needed)
+  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 5)}));
+  ASSERT_TRUE(wait_until([&] { return learned("a", 1); })) << port_get("a").dump();
+  EXPECT_TRUE(stream(*b, *a, {numbered_frame(kMacA, kMacB, 6)}));
 }
 
 TEST_F(MacLearning, AFixedPortNeedsAMac) {

@@ -1,0 +1,60 @@
+#include "runtime/mac_handover.hpp"
+
+#include <algorithm>
+
+namespace xdpvhost::daemon {
+
+namespace {
+
+using controller::GuestPortController;
+
+bool same_vm(const GuestPortController& a, const GuestPortController& b) {
+  const auto& x = a.config().owner;
+  const auto& y = b.config().owner;
+  return x && y && !x->ns.empty() && !x->vm.empty() && x->ns == y->ns && x->vm == y->vm;
+}
+
+bool learn_move(const GuestPortController& p) {
+  return p.config().mac_policy == dataplane::MacPolicy::kLearnMove;
+}
+
+}  // namespace
+
+std::string MacHandovers::refusal(const GuestPortController& taker,
+                                  const GuestPortController& holder, const net::MacAddress& mac,
+                                  Clock::time_point now) const {
+  if (!learn_move(taker) || !learn_move(holder) ||
+      holder.mac_source() != controller::MacSource::kLearned)
+    return "a MAC moves only between learn-move ports";
+  if (!same_vm(taker, holder))
+    return "a MAC moves only between ports of one VM (owner namespace and vm)";
+  const bool holder_stopped = !holder.frontend_connected() || holder.guest_stopped();
+  if (holder_stopped && gives_back(taker.config().name, holder.config().name, mac, now)) return {};
+  if (!taker.migration().arrived())
+    return "no migration arrived here (rings not resumed, no SEND_RARP)";
+  if (holder.frontend_connected() && !holder.migration().left_logging())
+    return "its guest did not leave by migration (connected, not stopped under dirty logging)";
+  return {};
+}
+
+bool MacHandovers::gives_back(const std::string& taker, const std::string& holder,
+                              const net::MacAddress& mac, Clock::time_point now) const {
+  return std::any_of(handovers_.begin(), handovers_.end(), [&](const Handover& h) {
+    return h.mac == mac && h.from == taker && h.to == holder && now - h.at < kMacGiveBackGrace;
+  });
+}
+
+void MacHandovers::record(const net::MacAddress& mac, const std::string& from,
+                          const std::string& to, Clock::time_point now) {
+  std::erase_if(handovers_,
+                [&](const Handover& h) { return h.mac == mac || now - h.at >= kMacGiveBackGrace; });
+  handovers_.push_back(Handover{mac, from, to, now});
+}
+
+std::size_t MacHandovers::recent(Clock::time_point now) const {
+  return static_cast<std::size_t>(
+      std::count_if(handovers_.begin(), handovers_.end(),
+                    [&](const Handover& h) { return now - h.at < kMacGiveBackGrace; }));
+}
+
+}  // namespace xdpvhost::daemon
