@@ -45,6 +45,14 @@ class MacLearning : public DaemonTest {
     EXPECT_TRUE(g->start()) << g->last_error();
     return g;
   }
+  // A guest on port `name` that sent a frame from kMacA to `b`: its port
+  // learned kMacA.
+  std::unique_ptr<fe::Frontend> guest_that_learned_a(const std::string& name, fe::Frontend& b) {
+    auto g = connect_receiving_guest(name);
+    EXPECT_TRUE(stream(*g, b, {numbered_frame(kMacB, kMacA, 1)}));
+    EXPECT_TRUE(wait_until([&] { return learned(name, 1); })) << port_get(name).dump();
+    return g;
+  }
   std::string refusal_detail(const std::string& name) {
     return port_get(name).value("mac_refusal", nlohmann::json::object()).value("detail", "");
   }
@@ -130,9 +138,7 @@ TEST_F(MacLearning, AStoppedLearnPortKeepsItsMacFromALearnMovePort) {
 TEST_F(MacLearning, ARebootHandsALearnMoveMacToNobody) {
   start_daemon({vm_port("a", "vm-a"), vm_port("n", "vm-n"), vm_port("m", "vm-a"), port("b", 2)});
   auto b = connect_receiving_guest("b");
-  auto a = connect_receiving_guest("a");
-  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 1)}));
-  ASSERT_TRUE(wait_until([&] { return learned("a", 1); }));
+  auto a = guest_that_learned_a("a", *b);
   auto n = arriving_guest("n", *b, 2);
   ASSERT_TRUE(a->stop());  // the reboot
   ASSERT_TRUE(send_frames(*n, {numbered_frame(kMacB, kMacA, 3)}));
@@ -159,9 +165,7 @@ TEST_F(MacLearning, ARebootHandsALearnMoveMacToNobody) {
 TEST_F(MacLearning, AMigrationHandsTheMacOverAndAFailedOneGivesItBack) {
   start_daemon({vm_port("a", "vm-a"), vm_port("t", "vm-a"), port("b", 2)});
   auto b = connect_receiving_guest("b");
-  auto a = connect_receiving_guest("a");
-  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 1)}));
-  ASSERT_TRUE(wait_until([&] { return learned("a", 1); }));
+  auto a = guest_that_learned_a("a", *b);
   auto t = arriving_guest("t", *b, 2);
   a.reset();  // the source's QEMU is gone
   ASSERT_TRUE(wait_until([&] { return port_state("a") == "waiting"; })) << port_get("a").dump();

@@ -308,14 +308,7 @@ constexpr std::size_t kGsoPayload = 20000;
 constexpr std::uint16_t kMss = 1448;
 
 virtio::NetHeader tso_header(std::uint16_t gso_size = kMss) {
-  virtio::NetHeader h{};
-  h.flags = virtio::NetHeader::kFlagNeedsCsum;
-  h.gso_type = virtio::NetHeader::kGsoTcpv4;
-  h.gso_size = gso_size;
-  h.hdr_len = 14 + 20 + 20;
-  h.csum_start = 14 + 20;
-  h.csum_offset = 16;
-  return h;
+  return test::tso4_header(gso_size);
 }
 
 TEST_F(GuestPortTest, ATsoFrameReachesAGuestThatTakesTsoAsOneFrameWithItsHeader) {

@@ -176,6 +176,17 @@ bool udp_checksum_ok(const std::vector<std::uint8_t>& frame);
 std::vector<std::uint8_t> tcp_frame(const std::uint8_t dst[6], const std::uint8_t src[6],
                                     std::size_t payload, std::uint32_t seq = 1000,
                                     std::uint8_t flags = 0x18 /* ACK|PSH */);
+// The virtio-net header of such a frame sent with TSO (IPv4, NEEDS_CSUM).
+inline NetHeader tso4_header(std::uint16_t gso_size) {
+  NetHeader h{};
+  h.flags = NetHeader::kFlagNeedsCsum;
+  h.gso_type = NetHeader::kGsoTcpv4;
+  h.gso_size = gso_size;
+  h.hdr_len = 14 + 20 + 20;
+  h.csum_start = 14 + 20;
+  h.csum_offset = 16;
+  return h;
+}
 // IPv4 header checksum, IPv4 total length and TCP checksum all correct.
 bool tcp_checksums_ok(const std::vector<std::uint8_t>& frame);
 std::uint32_t tcp_seq(const std::vector<std::uint8_t>& frame);

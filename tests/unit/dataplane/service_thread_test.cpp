@@ -179,13 +179,7 @@ TEST(ServiceThread, GsoSegmentsTooLongForAMailboxAreDroppedAndCounted) {
   Attached b(dp, 1, kMacB, test::default_features(), 9600);
   b.guest.post_rx(8, 9600);
   // Segments of 9554 bytes: more than a mailbox slot (Mailbox::kMaxFrame) holds.
-  virtio::NetHeader h{};
-  h.flags = virtio::NetHeader::kFlagNeedsCsum;
-  h.gso_type = virtio::NetHeader::kGsoTcpv4;
-  h.gso_size = 9500;
-  h.hdr_len = 14 + 20 + 20;
-  h.csum_start = 14 + 20;
-  h.csum_offset = 16;
+  const virtio::NetHeader h = test::tso4_header(9500);
   a.guest.send(test::tcp_frame(kMacB, kMacA, 20000), h, 3);
   ASSERT_TRUE(eventually([&] { return a.guest.tx_completed() == 1; }));
   EXPECT_TRUE(eventually([&] {
@@ -207,13 +201,7 @@ TEST(ServiceThread, AFrameTakesNoMoreThanItsShareOfAMailbox) {
   Attached b(dp, 1, kMacB);
   b.guest.post_rx(256);
   auto send = [&](std::uint16_t gso_size, std::uint32_t segments) {
-    virtio::NetHeader h{};
-    h.flags = virtio::NetHeader::kFlagNeedsCsum;
-    h.gso_type = virtio::NetHeader::kGsoTcpv4;
-    h.gso_size = gso_size;
-    h.hdr_len = 14 + 20 + 20;
-    h.csum_start = 14 + 20;
-    h.csum_offset = 16;
+    const virtio::NetHeader h = test::tso4_header(gso_size);
     const auto frame = test::tcp_frame(kMacB, kMacA, std::size_t{gso_size} * segments);
     ASSERT_GT(frame.size(), Mailbox::kMaxFrame) << "segmented on the way into the mailbox";
     a.guest.send(frame, h, 3);
