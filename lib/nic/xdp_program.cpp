@@ -16,6 +16,7 @@
 #include <ctime>
 #include <vector>
 
+#include "sys/unique_fd.hpp"
 #include "xdp_steer_abi.h"
 
 namespace xdpvhost::nic {
@@ -119,6 +120,31 @@ std::string dispatcher_fallback_reason(const std::string& log) {
   return line;
 }
 
+// libxdp's dispatcher program: its components are listed through libxdp.
+constexpr const char* kDispatcherName = "xdp_dispatcher";
+
+// The XDP programs on an interface by id (native or generic, and offloaded),
+// as the kernel reports them: no fd is opened. 0 or -errno.
+int attached_program_ids(int ifindex, std::vector<std::uint32_t>& ids) {
+  ids.clear();
+  LIBBPF_OPTS(bpf_xdp_query_opts, opts);
+  if (const int err = bpf_xdp_query(ifindex, 0, &opts); err != 0) return err;
+  for (const std::uint32_t id : {opts.drv_prog_id, opts.skb_prog_id, opts.hw_prog_id})
+    if (id != 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  return 0;
+}
+
+// A loaded program's name ("" if it cannot be read); the fd it takes to ask
+// is closed again.
+std::string program_name(std::uint32_t id) {
+  const sys::UniqueFd fd(bpf_prog_get_fd_by_id(id));
+  if (!fd) return {};
+  bpf_prog_info info{};
+  __u32 len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0) return {};
+  return std::string(info.name, strnlen(info.name, sizeof(info.name)));
+}
+
 int ifindex_of(const std::string& ifname) {
   const unsigned index = ::if_nametoindex(ifname.c_str());
   return index == 0 ? -errno : static_cast<int>(index);
@@ -211,11 +237,13 @@ std::unique_ptr<XdpProgram> XdpProgram::attach(const std::string& ifname,
   self->attached_ = true;
   self->program_id_ = xdp_program__id(self->prog_);
 
-  xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
-  if (libxdp_get_error(mp) == 0 && mp != nullptr) {
-    self->via_dispatcher_ = !xdp_multiprog__is_legacy(mp);
-    xdp_multiprog__close(mp);
-  }
+  std::vector<std::uint32_t> ids;
+  if (attached_program_ids(ifindex, ids) == 0)
+    for (const std::uint32_t id : ids)
+      if (id != self->program_id_ && program_name(id) == kDispatcherName) {
+        self->via_dispatcher_ = true;
+        self->dispatcher_id_ = id;
+      }
 
   bpf_object* obj = xdp_program__bpf_obj(self->prog_);
   self->guest_macs_fd_ = bpf_object__find_map_fd_by_name(obj, XDP_STEER_MAP_GUEST_MACS);
@@ -338,20 +366,51 @@ int XdpProgram::wire_source_age(const net::MacAddress& mac,
   return 0;
 }
 
+// Asked every few seconds: the kernel's ids only, no fd. Only when the
+// dispatcher we were attached through was replaced (another program added
+// or removed through libxdp) are its components listed again.
 bool XdpProgram::still_attached() const {
-  std::vector<AttachedXdpProgram> on;
-  if (list_attached(ifname_, on) != 0) return true;
+  const int ifindex = ifindex_of(ifname_);
+  std::vector<std::uint32_t> ids;
+  if (ifindex < 0 || attached_program_ids(ifindex, ids) != 0) return true;
+  const auto on = [&ids](std::uint32_t id) {
+    return id != 0 && std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  if (!via_dispatcher_) return on(program_id_);
+  if (on(dispatcher_id_)) return true;
+  std::vector<AttachedXdpProgram> listed;
+  if (list_attached(ifname_, listed) != 0) return true;
   // In libxdp's dispatcher a component is also known by its name: should
   // its id read back otherwise, it is not taken for detached.
-  return std::any_of(on.begin(), on.end(), [this](const AttachedXdpProgram& p) {
+  const bool attached = std::any_of(listed.begin(), listed.end(), [this](const auto& p) {
     return p.id == program_id_ || (p.via_dispatcher && p.name == XDP_STEER_PROG_NAME);
   });
+  if (attached)
+    for (const std::uint32_t id : ids)
+      if (program_name(id) == kDispatcherName) dispatcher_id_ = id;
+  return attached;
 }
 
+// The kernel's ids and names; libxdp only to list a dispatcher's components
+// (libxdp 1.3.1's xdp_multiprog__get_from_ifindex leaves one bpf-prog fd
+// open per call, so it is not used otherwise).
 int XdpProgram::list_attached(const std::string& ifname, std::vector<AttachedXdpProgram>& out) {
   out.clear();
   const int ifindex = ifindex_of(ifname);
   if (ifindex < 0) return ifindex;
+  std::vector<std::uint32_t> ids;
+  if (const int err = attached_program_ids(ifindex, ids); err != 0) return err;
+  bool dispatcher = false;
+  for (const std::uint32_t id : ids) {
+    std::string name = program_name(id);
+    if (name == kDispatcherName) {
+      dispatcher = true;
+      continue;
+    }
+    out.push_back({std::move(name), id, false});
+  }
+  if (!dispatcher) return 0;
+  out.clear();  // libxdp lists them all, the dispatcher's components too
   std::string log;
   LogCapture capture(log);
   xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);

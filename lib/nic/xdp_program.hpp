@@ -163,6 +163,9 @@ class XdpProgram {
   bool via_dispatcher_ = false;
   bool frags_ = false;
   std::uint32_t program_id_ = 0;
+  // The libxdp dispatcher the program was attached through, as last seen
+  // (still_attached() follows a dispatcher that libxdp replaced).
+  mutable std::uint32_t dispatcher_id_ = 0;
   std::string attach_report_;
   std::string object_path_;
   std::string attach_log_;

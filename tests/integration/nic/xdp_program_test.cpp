@@ -10,14 +10,41 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include "netns_fixture.hpp"
 #include "xdp_steer_abi.h"
 
 namespace xdpvhost::xsk::test {
 namespace {
+
+// This process's open fds by what they are: "anon_inode:bpf-prog",
+// "anon_inode:bpf-map", "socket", ... (the target of /proc/self/fd/N, with
+// the inode numbers of sockets and pipes left out), but for the one that
+// reads the directory.
+std::map<std::string, int> fds_by_kind() {
+  std::map<std::string, int> kinds;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return kinds;
+  const std::string own = std::to_string(::dirfd(dir));
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.' || e->d_name == own) continue;
+    char target[256] = {};
+    const std::string path = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    std::string kind(target, static_cast<std::size_t>(n));
+    if (const auto colon = kind.find(":["); colon != std::string::npos) kind.resize(colon);
+    ++kinds[kind];
+  }
+  ::closedir(dir);
+  return kinds;
+}
 
 class XdpProgramTest : public NetnsPair {
  protected:
@@ -75,6 +102,24 @@ TEST_F(XdpProgramTest, AttachesAndReportsWhatLibxdpDid) {
   EXPECT_FALSE(prog->still_attached());
 }
 
+// The uplink asks every 5 s whether its program is still attached: months
+// of that hold no fd (it leaked one bpf-prog fd per check).
+TEST_F(XdpProgramTest, CheckingTheAttachmentThousandsOfTimesHoldsNoFd) {
+  std::string error;
+  auto prog = XdpProgram::attach(kIfA, {}, error);
+  ASSERT_TRUE(prog) << error;
+  const auto before = fds_by_kind();
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_TRUE(prog->still_attached()) << i;
+    ASSERT_EQ(attached().size(), 1u) << i;
+  }
+  EXPECT_EQ(fds_by_kind(), before);
+  ASSERT_EQ(prog->detach(), 0);
+  const auto detached = fds_by_kind();
+  for (int i = 0; i < 1000; ++i) ASSERT_FALSE(prog->still_attached()) << i;
+  EXPECT_EQ(fds_by_kind(), detached);
+}
+
 TEST_F(XdpProgramTest, DestructorDetaches) {
   std::string error;
   auto prog = XdpProgram::attach(kIfA, {}, error);
@@ -125,6 +170,14 @@ TEST_F(XdpProgramTest, AttachesWithBpffsMountedInAPrivateMountNamespace) {
       auto prog = XdpProgram::attach(kIfA, {}, error);
       text = prog ? std::string(prog->via_dispatcher() ? "D " : "S ") + prog->attach_report()
                   : "E " + error;
+      // The periodic check holds no fd through the dispatcher either.
+      const auto before = fds_by_kind();
+      for (int i = 0; prog && i < 1000; ++i)
+        if (!prog->still_attached()) {
+          text = "E not attached at check " + std::to_string(i);
+          break;
+        }
+      if (prog && fds_by_kind() != before) text = "E the checks left fds open: " + text;
     }
     (void)::write(out[1], text.data(), text.size());
     ::_exit(0);
