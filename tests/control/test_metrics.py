@@ -305,6 +305,26 @@ class Metrics(unittest.TestCase):
             for name in names:
                 self.daemon.call("port.remove", name=name)
 
+    def test_scrapes_and_probes_thousands_of_times_hold_nothing(self):
+        """What Prometheus and the kubelet do for months: 2000 scrapes and
+        /healthz probes, each on a new connection, and 2000 readiness and
+        liveness probes over the control socket (health, status). Every fd
+        by kind and the heap are counted before and after. (The body is
+        rendered at most once a second, so this renders it a few times
+        only: the render itself is not what runs thousands of times.)"""
+        before = self.daemon.settled_resources()
+        start = time.monotonic()
+        for i in range(2000):
+            scrape()
+            self.assertEqual(http_get("/healthz")[0], 200)
+            self.assertTrue(self.daemon.call("health")["healthy"])
+            self.daemon.call("status")
+        after = self.daemon.settled_resources()
+        print(f"\n2000 rounds in {time.monotonic() - start:.1f} s; fds {before['fd_kinds']} -> "
+              f"{after['fd_kinds']}; RssAnon {before['anon_kb']} -> {after['anon_kb']} kB")
+        self.assertEqual(after["fd_kinds"], before["fd_kinds"])
+        self.assertLess(after["anon_kb"] - before["anon_kb"], 2048, "the heap grew")
+
     def test_uplink_families(self):
         """An uplink whose interface does not exist (yet): listed, link absent, queues unbound."""
         self.daemon.call("uplink.add", name="up0", interface=ctltest.ABSENT_IF, queues=[0, 3])
