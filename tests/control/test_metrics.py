@@ -18,7 +18,7 @@ import unittest
 
 import ctltest
 from xvtest import prom
-from xvtest.procfs import listening_tcp_sockets
+from xvtest.procfs import accepted_tcp_connections, listening_tcp_sockets
 from xvtest.testpmd import taken_mismatch
 from xvtest.waiting import wait_until
 
@@ -271,7 +271,8 @@ class Metrics(unittest.TestCase):
         for t in attackers:
             t.start()
         try:
-            time.sleep(1.5)  # the table is full
+            wait_until(lambda: accepted_tcp_connections(self.daemon.pid, PORT) >= 32,
+                       what="every connection slot taken by the attackers")
             for _ in range(10):
                 status, _, body = http_get("/healthz")
                 self.assertEqual((status, body), (200, "ok\n"))

@@ -61,8 +61,8 @@ def resources(pid):
     return out
 
 
-def listening_tcp_sockets(pid):
-    """Inodes of the TCP sockets in LISTEN state that process `pid` holds."""
+def _socket_inodes(pid):
+    """Inodes of the sockets process `pid` holds."""
     inodes = set()
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -71,6 +71,26 @@ def listening_tcp_sockets(pid):
             continue
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
+    return inodes
+
+
+def accepted_tcp_connections(pid, port):
+    """How many established TCP connections process `pid` holds on its local
+    port `port` (IPv4): the ones it accepted."""
+    inodes = _socket_inodes(pid)
+    count = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if (fields[3] == "01" and int(fields[1].split(":")[1], 16) == port
+                    and fields[9] in inodes):
+                count += 1
+    return count
+
+
+def listening_tcp_sockets(pid):
+    """Inodes of the TCP sockets in LISTEN state that process `pid` holds."""
+    inodes = _socket_inodes(pid)
     listening = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as f:
