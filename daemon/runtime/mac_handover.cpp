@@ -51,10 +51,4 @@ void MacHandovers::record(const net::MacAddress& mac, const std::string& from,
   handovers_.push_back(Handover{mac, from, to, now});
 }
 
-std::size_t MacHandovers::recent(Clock::time_point now) const {
-  return static_cast<std::size_t>(
-      std::count_if(handovers_.begin(), handovers_.end(),
-                    [&](const Handover& h) { return now - h.at < kMacGiveBackGrace; }));
-}
-
 }  // namespace xdpvhost::daemon

@@ -34,8 +34,6 @@ class MacHandovers {
   // `mac` moved from port `from` to port `to`.
   void record(const net::MacAddress& mac, const std::string& from, const std::string& to,
               Clock::time_point now);
-  // Hand-overs still within their grace period (for tests and status).
-  std::size_t recent(Clock::time_point now) const;
 
  private:
   struct Handover {

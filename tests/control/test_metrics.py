@@ -459,8 +459,12 @@ class ZeroBreakdowns(unittest.TestCase):
             daemon.proc.send_signal(signal.SIGHUP)
             wait_until(lambda: daemon.call("config.get")["metrics"]["zero_breakdowns"],
                        what="the reload")
-            time.sleep(EXPOSITION_MAX_AGE_S)
-            families = scrape_on_conn()
+            def every_breakdown():  # the next render (within EXPOSITION_MAX_AGE_S)
+                f = scrape_on_conn()
+                return f if breakdown(f, "xdpvhost_port_drops_total", "vm1", "reason") else None
+
+            families = wait_until(every_breakdown, timeout=5 * EXPOSITION_MAX_AGE_S,
+                                  what="a render with every breakdown")
             drops = breakdown(families, "xdpvhost_port_drops_total", "vm1", "reason")
             self.assertIn("no_rx_buffer", drops)
             self.assertIn("spoofed_source", drops)
