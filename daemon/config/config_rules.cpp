@@ -114,7 +114,7 @@ std::optional<ConfigError> check_new_port(const Config& config, const PortConfig
   if (auto e = check_port_fields(port, where)) return e;
   if (auto e = check_name_unused(config, port.name, where)) return e;
   for (const auto& other : config.ports) {
-    if (port.mac && other.mac == port.mac) {
+    if (port.mac && other.mac == port.mac && !controller::share_fixed_mac(port, other)) {
       return field_error(
           ConfigErrorKind::kMacInUse, where, "mac",
           port.mac->to_string() + " is already the MAC of port " + json_quoted(other.name));

@@ -194,18 +194,27 @@ std::string Daemon::open_port(const PortConfig& port) {
     std::string why;
     if (!uplink->admits_mtu(port.mtu, why)) return why;
   }
+  // A fixed MAC another port of the VM holds (a same-node migration's
+  // source) is this port's once the migration shows (mac_handover.hpp).
+  const auto at_start = port.mac && port_with_mac(*port.mac) != nullptr
+                            ? controller::MacAtStart::kWaits
+                            : controller::MacAtStart::kHolds;
   auto controller = std::make_unique<controller::GuestPortController>(
       *dataplane_, io_, port, uplink_id(port.uplink),
       dataplane::PortTunables::of(resolve(config_.tunables, port.tunables)),
       [this](const controller::GuestPortController& p, const net::MacAddress& mac,
-             std::string& why) { return allow_learned_mac(p, mac, why); });
+             std::string& why) { return allow_learned_mac(p, mac, why); },
+      at_start);
   controller->set_learn_request_rate(config_.mac_learning.requests);
   std::string error;
   if (!controller->start(error)) return error;
-  spdlog::info("port {}: {} socket {} mac {} ({})", port.name, vhost::to_string(port.mode),
+  spdlog::info("port {}: {} socket {} mac {} ({}{})", port.name, vhost::to_string(port.mode),
                port.socket, port.mac ? port.mac->to_string() : "none yet",
-               dataplane::to_string(port.mac_policy));
-  if (auto* uplink = uplink_of(port)) uplink->add_guest(port.name, port.mac, port.mtu);
+               dataplane::to_string(port.mac_policy),
+               at_start == controller::MacAtStart::kWaits
+                   ? "; held by port " + port_with_mac(*port.mac)->config().name + " of its VM"
+                   : std::string());
+  if (auto* uplink = uplink_of(port)) uplink->add_guest(port.name, controller->mac(), port.mtu);
   ports_.emplace(port.name, std::move(controller));
   return {};
 }
@@ -216,8 +225,8 @@ const controller::GuestPortController* Daemon::port_with_mac(const net::MacAddre
   return nullptr;
 }
 
-std::optional<dataplane::MacRefusal> Daemon::allow_learned_mac(
-    const controller::GuestPortController& port, const net::MacAddress& mac, std::string& why) {
+std::optional<dataplane::MacRefusal> Daemon::refusal_to_learn(const net::MacAddress& mac,
+                                                              std::string& why) const {
   using dataplane::MacRefusal;
   const std::string text = mac.to_string();
   const MacLearningConfig& learning = config_.mac_learning;
@@ -241,8 +250,26 @@ std::optional<dataplane::MacRefusal> Daemon::allow_learned_mac(
                           std::chrono::duration_cast<std::chrono::seconds>(*age).count());
         return MacRefusal::kSeenOnWire;
       }
+  return std::nullopt;
+}
+
+std::optional<dataplane::MacRefusal> Daemon::allow_learned_mac(
+    const controller::GuestPortController& port, const net::MacAddress& mac, std::string& why) {
+  using dataplane::MacRefusal;
+  const std::string text = mac.to_string();
+  // A fixed port asks only for its configured MAC, which orchestration gave
+  // it: only whether another port holds it is left to decide.
+  if (port.config().mac_policy == dataplane::MacPolicy::kFixed) {
+    if (port.config().mac != mac) {
+      why = text + " is not the port's configured MAC";
+      return MacRefusal::kAnotherPort;
+    }
+  } else if (const auto refusal = refusal_to_learn(mac, why)) {
+    return refusal;
+  }
   for (const auto& p : config_.ports)
-    if (p.name != port.config().name && p.mac == mac) {
+    if (p.name != port.config().name && p.mac == mac &&
+        !controller::share_fixed_mac(p, port.config())) {
       why = text + " is configured for port " + p.name;
       return MacRefusal::kAnotherPort;
     }
@@ -281,7 +308,8 @@ std::optional<ConfigError> Daemon::add_port_from(const PortConfig& port, bool ru
   auto next = with_port_added(config_, port);
   if (!next) return next.error();
   if (port.mac)
-    if (const auto* owner = port_with_mac(*port.mac))
+    if (const auto* owner = port_with_mac(*port.mac);
+        owner != nullptr && !controller::share_fixed_mac(port, owner->config()))
       return ConfigError{ConfigErrorKind::kMacInUse,
                          "params.mac: " + port.mac->to_string() + " is the learned MAC of port \"" +
                              owner->config().name + "\"",

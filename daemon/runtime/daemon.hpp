@@ -96,11 +96,16 @@ class Daemon {
   std::uint32_t uplink_id(const std::optional<std::string>& name) const;
   // The port the switch reaches at `mac` (configured or learned), or nullptr.
   const controller::GuestPortController* port_with_mac(const net::MacAddress& mac) const;
-  // The MacArbiter of every port. A MAC may be learned unless it is outside
-  // mac_learning.prefixes, the address of an interface of the node, seen as
-  // a source on an uplink within mac_learning.wire_source_age_s, or another
-  // port's (configured, or learned and not handed over); the port's uplink
-  // then steers it.
+  // Why `mac` may not be learned: outside mac_learning.prefixes, the address
+  // of an interface of the node, or seen as a source on an uplink within
+  // mac_learning.wire_source_age_s.
+  std::optional<dataplane::MacRefusal> refusal_to_learn(const net::MacAddress& mac,
+                                                        std::string& why) const;
+  // The MacArbiter of every port. A learning port may take a MAC that
+  // refusal_to_learn allows and that is not another port's (configured, or
+  // learned and not handed over); a fixed port only its configured MAC, from
+  // a port of its VM on evidence of a migration. The port's uplink then
+  // steers it.
   std::optional<dataplane::MacRefusal> allow_learned_mac(
       const controller::GuestPortController& port, const net::MacAddress& mac, std::string& why);
   controller::UplinkController* uplink_of(const PortConfig& port);

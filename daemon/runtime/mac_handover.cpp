@@ -8,14 +8,17 @@ namespace {
 
 using controller::GuestPortController;
 
-bool same_vm(const GuestPortController& a, const GuestPortController& b) {
-  const auto& x = a.config().owner;
-  const auto& y = b.config().owner;
-  return x && y && !x->ns.empty() && !x->vm.empty() && x->ns == y->ns && x->vm == y->vm;
-}
-
 bool learn_move(const GuestPortController& p) {
   return p.config().mac_policy == dataplane::MacPolicy::kLearnMove;
+}
+
+// Ports whose policy lets `mac` move between them: learn-move ports (the
+// holder learned it), or fixed ports both configured with it.
+bool may_move(const GuestPortController& taker, const GuestPortController& holder,
+              const net::MacAddress& mac) {
+  if (learn_move(taker) && learn_move(holder))
+    return holder.mac_source() == controller::MacSource::kLearned;
+  return controller::share_fixed_mac(taker.config(), holder.config()) && taker.config().mac == mac;
 }
 
 }  // namespace
@@ -23,11 +26,10 @@ bool learn_move(const GuestPortController& p) {
 std::string MacHandovers::refusal(const GuestPortController& taker,
                                   const GuestPortController& holder, const net::MacAddress& mac,
                                   Clock::time_point now) const {
-  if (!learn_move(taker) || !learn_move(holder) ||
-      holder.mac_source() != controller::MacSource::kLearned)
-    return "a MAC moves only between learn-move ports";
-  if (!same_vm(taker, holder))
+  if (!controller::same_vm(taker.config(), holder.config()))
     return "a MAC moves only between ports of one VM (owner namespace and vm)";
+  if (!may_move(taker, holder, mac))
+    return "a MAC moves only between learn-move ports, or fixed ports configured with it";
   const bool holder_stopped = !holder.frontend_connected() || holder.guest_stopped();
   if (holder_stopped && gives_back(taker.config().name, holder.config().name, mac, now)) return {};
   if (!taker.migration().arrived())

@@ -1,8 +1,9 @@
 #pragma once
-// When a learned MAC may move from the port that holds it to another port
-// (mac_policy learn-move on both): only with evidence of a live migration of
-// one VM between them, so that a reboot, a driver reload or a QEMU restart
-// of the holder never hands its MAC to another guest.
+// When a MAC may move from the port that holds it to another port (both
+// learn-move, or both fixed and configured with it: the source and target
+// ports of a VM the orchestrator gave a fixed MAC): only with evidence of a
+// live migration of one VM between them, so that a reboot, a driver reload
+// or a QEMU restart of the holder never hands its MAC to another guest.
 //   - the same VM: both ports' owners name one namespace and VM (the DRA
 //     plugin passes them; a port without an owner never hands over);
 //   - a migration arrived on the taker (MigrationEvidence::arrived);

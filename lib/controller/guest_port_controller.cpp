@@ -14,20 +14,20 @@ using dataplane::ServiceThread;
 
 GuestPortController::GuestPortController(Dataplane& dataplane, boost::asio::io_context& io,
                                          PortConfig config, std::uint32_t uplink_id,
-                                         const PortTunables& tunables, MacArbiter arbiter)
+                                         const PortTunables& tunables, MacArbiter arbiter,
+                                         MacAtStart at_start)
     : dataplane_(dataplane),
       io_(io),
       config_(std::move(config)),
       arbiter_(std::move(arbiter)),
-      mac_(config_.mac),
-      mac_source_(config_.mac ? MacSource::kConfig : MacSource::kNone),
+      mac_(at_start == MacAtStart::kHolds ? config_.mac : std::nullopt),
+      mac_source_(mac_ ? MacSource::kConfig : MacSource::kNone),
       thread_(config_.thread.value_or(dataplane.least_loaded_thread())),
       port_(std::make_unique<GuestPort>(
           dataplane.allocate_port_id(), config_.name, uplink_id,
-          GuestPort::Options{config_.mtu, tunables, config_.mac_policy, config_.mac},
-          config_.mac_policy == dataplane::MacPolicy::kFixed
-              ? nullptr
-              : static_cast<dataplane::MacLearner*>(this))),
+          GuestPort::Options{config_.mtu, tunables, config_.mac_policy, config_.mac,
+                             mac_.has_value() || !config_.mac},
+          static_cast<dataplane::MacLearner*>(this))),
       migration_(2 * std::clamp<std::uint32_t>(config_.queue_pairs, 1, GuestPort::kMaxQueuePairs)),
       device_(vhost::DeviceOptions{config_.queue_pairs, true}, *this) {
   // Queue groups beyond the first, on the threads after the first one's.
@@ -39,10 +39,9 @@ GuestPortController::GuestPortController(Dataplane& dataplane, boost::asio::io_c
     more_groups_.push_back(
         Group{std::make_unique<GuestPort>(
                   dataplane.allocate_port_id(), config_.name, uplink_id,
-                  GuestPort::Options{config_.mtu, tunables, config_.mac_policy, config_.mac},
-                  config_.mac_policy == dataplane::MacPolicy::kFixed
-                      ? nullptr
-                      : static_cast<dataplane::MacLearner*>(this)),
+                  GuestPort::Options{config_.mtu, tunables, config_.mac_policy, config_.mac,
+                                     mac_.has_value() || !config_.mac},
+                  static_cast<dataplane::MacLearner*>(this)),
               static_cast<std::uint16_t>((thread_ + g) % threads)});
   rx_running_.assign(pairs, false);
   vhost::SocketEndpoint::Options options;
@@ -233,7 +232,8 @@ void GuestPortController::decide(const net::MacAddress& mac) {
   // which from then on admits only it (learn) or follows the next (learn-move).
   dataplane_.set_mac(*port_, mac);
   mac_ = mac;
-  mac_source_ = MacSource::kLearned;
+  mac_source_ =
+      config_.mac_policy == dataplane::MacPolicy::kFixed ? MacSource::kConfig : MacSource::kLearned;
   each_group([mac](GuestPort& port) { port.mac_learned(mac); });
   ++learned_;
   if (sys::worth_logging(learned_))

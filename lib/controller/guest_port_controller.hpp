@@ -37,10 +37,15 @@ constexpr const char* to_string(MacSource s) noexcept {
   return s == MacSource::kConfig ? "config" : s == MacSource::kLearned ? "learned" : "none";
 }
 
+// Whether a fixed port holds its configured MAC from the start, or waits for
+// it while another port of its VM holds it (a same-node migration's target).
+enum class MacAtStart : std::uint8_t { kHolds, kWaits };
+
 class GuestPortController final : private vhost::DeviceBackend, private dataplane::MacLearner {
  public:
   // Decides, on the control thread, whether `port` may take `mac` its guest
-  // sent from (mac_policy learn, learn-move), and if so makes everything
+  // sent from (mac_policy learn, learn-move; fixed: its own, held by another
+  // port of its VM), and if so makes everything
   // outside the port follow (the uplink's steering): nullopt. Otherwise the
   // reason, with `why` saying it for the log and port.get ("02:..:01 is the
   // address of interface eth1").
@@ -59,7 +64,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   // overrides applied.
   GuestPortController(Dataplane& dataplane, boost::asio::io_context& io, PortConfig config,
                       std::uint32_t uplink_id, const PortTunables& tunables,
-                      MacArbiter arbiter = {});
+                      MacArbiter arbiter = {}, MacAtStart at_start = MacAtStart::kHolds);
   ~GuestPortController() override;
   GuestPortController(const GuestPortController&) = delete;
   GuestPortController& operator=(const GuestPortController&) = delete;
@@ -109,7 +114,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   bool frontend_connected() const noexcept;
   // What the frontend showed of a live migration (migration_evidence.hpp).
   const MigrationEvidence& migration() const noexcept { return migration_; }
-  // Gives the learned MAC up: it moved to another port (the guest migrated
+  // Gives the port's MAC up: it moved to another port (the guest migrated
   // there). The caller makes the switch and the uplink follow the new port.
   void release_mac();
 

@@ -38,4 +38,19 @@ struct PortConfig {
   bool operator==(const PortConfig&) const = default;
 };
 
+// Both ports serve one VM: their owners name the same namespace and VM.
+// A port without an owner is nobody's VM.
+inline bool same_vm(const PortConfig& a, const PortConfig& b) noexcept {
+  return a.owner && b.owner && !a.owner->ns.empty() && !a.owner->vm.empty() &&
+         a.owner->ns == b.owner->ns && a.owner->vm == b.owner->vm;
+}
+
+// Two ports may be configured with one MAC only as the source and target of
+// a same-node migration: both fixed, of one VM. One of them holds it at a
+// time; it moves on evidence of the migration (daemon/runtime/mac_handover).
+inline bool share_fixed_mac(const PortConfig& a, const PortConfig& b) noexcept {
+  return a.mac_policy == dataplane::MacPolicy::kFixed &&
+         b.mac_policy == dataplane::MacPolicy::kFixed && a.mac && a.mac == b.mac && same_vm(a, b);
+}
+
 }  // namespace xdpvhost::controller

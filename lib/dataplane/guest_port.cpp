@@ -86,7 +86,7 @@ GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, O
     : Port(id, std::move(name), PortKind::kGuest, uplink),
       options_(options),
       tunables_(options.tunables),
-      source_(options.mac_policy, options.mac, learner),
+      source_(options.mac_policy, options.mac, options.holds_mac, learner),
       max_frame_(net::max_frame_for_mtu(options.mtu)),
       // Room for kBacklogFrames frames of the MTU and kBacklogGsoFrames GSO
       // frames of 64 KiB (GRO's super-frames from the uplink: each one

@@ -45,6 +45,7 @@ class GuestPort final : public Port {
     PortTunables tunables;
     MacPolicy mac_policy = MacPolicy::kFixed;
     std::optional<net::MacAddress> mac;  // the configured MAC; none: learned
+    bool holds_mac = true;  // false: another port of its VM holds `mac` for now (fixed)
   };
 
   // `learner` (may be null: nothing is learned) is asked when the guest sends

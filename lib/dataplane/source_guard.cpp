@@ -7,11 +7,21 @@ namespace xdpvhost::dataplane {
 Admission SourceGuard::admit_new(const net::MacAddress& src, const SwitchTable* table,
                                  const Port* self) noexcept {
   if (src.is_multicast() || src.is_zero()) return Admission::kRefuse;
-  if (policy_ == MacPolicy::kFixed || (policy_ == MacPolicy::kLearn && mac_))
-    return Admission::kRefuse;
+  switch (policy_) {
+    case MacPolicy::kFixed:  // its own MAC only, and only while another port holds it
+      if (mac_ || src != configured_) return Admission::kRefuse;
+      break;
+    case MacPolicy::kLearn:
+      if (mac_) return Admission::kRefuse;
+      break;
+    case MacPolicy::kLearnMove:
+      break;
+  }
   if (pending_) return src == candidate_ ? Admission::kHold : Admission::kRefuse;
-  if (refused_ && src == *refused_) return Admission::kRefuse;
-  if (table != nullptr && policy_ != MacPolicy::kLearnMove)
+  // A refused fixed MAC is asked for again (at the bucket's rate): it is the
+  // only one the port may have, and its holder's guest may leave later.
+  if (refused_ && src == *refused_ && policy_ != MacPolicy::kFixed) return Admission::kRefuse;
+  if (table != nullptr && policy_ == MacPolicy::kLearn)
     if (const SwitchEntry* owner = table->find_guest(src);
         owner != nullptr && (self == nullptr || owner->port->group() != self->group())) {
       if (owned_ == src) return Admission::kRefuse;  // counted already

@@ -6,7 +6,13 @@
 //
 //   source == the port's MAC            -> admitted (the one compare per frame)
 //   group bit or all zero               -> refused
-//   fixed, or learn with a MAC already  -> refused (spoofed_source)
+//   fixed, or learn with a MAC already  -> refused (spoofed_source), except
+//                                          a fixed port's own MAC while
+//                                          another port of its VM holds it
+//                                          (a same-node migration's target:
+//                                          it asks for a hand-over, as
+//                                          learn-move does, and may ask
+//                                          again after a refusal)
 //   the MAC refused last time           -> refused
 //   another port owns it (switch table) -> refused (fixed, learn: the first
 //                                          frame of such an attempt is
@@ -61,8 +67,14 @@ enum class Admission : std::uint8_t {
 
 class SourceGuard {
  public:
-  SourceGuard(MacPolicy policy, std::optional<net::MacAddress> mac, MacLearner* learner) noexcept
-      : policy_(policy), mac_(mac), learner_(learner) {
+  // `configured`: the port's configured MAC (fixed: the only one it may
+  // have); `holds` is false when another port of its VM holds it for now.
+  SourceGuard(MacPolicy policy, std::optional<net::MacAddress> configured, bool holds,
+              MacLearner* learner) noexcept
+      : policy_(policy),
+        configured_(configured),
+        mac_(holds ? configured : std::nullopt),
+        learner_(learner) {
     set_request_rate(LearnRequestRate{});
   }
 
@@ -97,6 +109,7 @@ class SourceGuard {
                       const Port* self) noexcept;
 
   MacPolicy policy_;
+  std::optional<net::MacAddress> configured_;
   std::optional<net::MacAddress> mac_;
   MacLearner* learner_;
   TokenBucket requests_;

@@ -33,6 +33,28 @@ class MacLearning : public DaemonTest {
     p["owner"] = {{"namespace", "tenants"}, {"vm", vm}};
     return p;
   }
+  // A fixed port with MAC make_mac(mac_id) of VM `vm` (namespace "tenants"),
+  // as the DRA plugin adds KubeVirt's ports.
+  nlohmann::json fixed_vm_port(const std::string& name, const std::string& vm,
+                               std::uint16_t mac_id) {
+    nlohmann::json p = port(name, mac_id);
+    p["mac_policy"] = "fixed";
+    p["owner"] = {{"namespace", "tenants"}, {"vm", vm}};
+    return p;
+  }
+  // The port.add error, or "" when the port was added.
+  std::string add_error(const nlohmann::json& p) {
+    try {
+      rpc().call("port.add", p);
+      return {};
+    } catch (const RpcFailure& e) {
+      return e.what();
+    }
+  }
+  bool holds(const std::string& name, std::uint16_t mac_id) {
+    const auto p = port_get(name);
+    return p.value("mac_source", "") == "config" && p.value("mac", "") == mac_string(mac_id);
+  }
   // A guest whose rings resume a running guest, as after an incoming
   // migration: one frame delivered (its RX ring moved on), then its rings
   // stopped and started again where they were. `from` floods that frame.
@@ -179,6 +201,86 @@ TEST_F(MacLearning, AMigrationHandsTheMacOverAndAFailedOneGivesItBack) {
   EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 5)}));
   ASSERT_TRUE(wait_until([&] { return learned("a", 1); })) << port_get("a").dump();
   EXPECT_TRUE(stream(*b, *a, {numbered_frame(kMacA, kMacB, 6)}));
+}
+
+// Two ports may carry one fixed MAC only as a same-node migration's source
+// and target: both fixed, of one VM. The second waits without the MAC.
+TEST_F(MacLearning, AFixedMacIsSharedOnlyWithAPortOfTheSameVm) {
+  start_daemon({fixed_vm_port("a", "vm-a", 1), port("b", 2)});
+  EXPECT_NE(add_error(fixed_vm_port("x", "vm-x", 1)).find("already the MAC of port"),
+            std::string::npos)
+      << "another VM";
+  EXPECT_NE(add_error(port("y", 1)).find("already the MAC of port"), std::string::npos)
+      << "a port without an owner";
+  nlohmann::json moving = fixed_vm_port("m", "vm-a", 1);
+  moving["mac_policy"] = "learn-move";
+  EXPECT_NE(add_error(moving).find("already the MAC of port"), std::string::npos)
+      << "a port of the VM that is not fixed";
+  ASSERT_EQ(add_error(fixed_vm_port("t", "vm-a", 1)), "");
+  EXPECT_TRUE(holds("a", 1)) << port_get("a").dump();
+  EXPECT_FALSE(port_get("t").contains("mac")) << port_get("t").dump();
+  EXPECT_EQ(port_get("t").value("mac_source", ""), "none");
+  // Its guest may not send from its MAC before a migration shows, nor from
+  // any other; the holder's guest is untouched.
+  auto b = connect_receiving_guest("b");
+  auto a = connect_receiving_guest("a");
+  auto t = connect_receiving_guest("t");
+  ASSERT_TRUE(send_frames(*t, {numbered_frame(kMacB, kMacA, 1), numbered_frame(kMacB, kMacX, 2)}));
+  ASSERT_TRUE(wait_until([&] { return drops("t", "spoofed_source") >= 2; })) << stats("t").dump();
+  EXPECT_NE(refusal_detail("t").find("no migration arrived"), std::string::npos)
+      << refusal_detail("t");
+  EXPECT_TRUE(receive(*b, 1, 300ms).empty()) << "no frame from the waiting port got through";
+  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 3)}));
+  EXPECT_TRUE(stream(*b, *a, {numbered_frame(kMacA, kMacB, 4)}));
+}
+
+// KubeVirt's same-node migration with a fixed MAC: the target port waits,
+// the source's frontend goes and the target's rings resume the guest, and
+// the MAC moves there. The migration then fails: within the grace period
+// the source gets it back.
+TEST_F(MacLearning, AMigrationHandsAFixedMacOverAndAFailedOneGivesItBack) {
+  start_daemon({fixed_vm_port("a", "vm-a", 1), port("b", 2)});
+  ASSERT_EQ(add_error(fixed_vm_port("t", "vm-a", 1)), "");
+  auto b = connect_receiving_guest("b");
+  auto a = connect_receiving_guest("a");
+  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 1)}));
+  auto t = arriving_guest("t", *b, 2);
+  a.reset();  // the source's QEMU is gone
+  ASSERT_TRUE(wait_until([&] { return port_state("a") == "waiting"; })) << port_get("a").dump();
+  EXPECT_TRUE(stream(*t, *b, {numbered_frame(kMacB, kMacA, 3)}));
+  ASSERT_TRUE(wait_until([&] { return holds("t", 1); })) << port_get("t").dump();
+  EXPECT_FALSE(port_get("a").contains("mac")) << port_get("a").dump();
+  EXPECT_TRUE(stream(*b, *t, {numbered_frame(kMacA, kMacB, 4)})) << "b reaches the guest on t";
+  ASSERT_TRUE(send_frames(*t, {numbered_frame(kMacB, kMacX, 5)}));
+  ASSERT_TRUE(wait_until([&] { return drops("t", "spoofed_source") >= 1; })) << stats("t").dump();
+  t.reset();  // the destination fails
+  ASSERT_TRUE(wait_until([&] { return port_state("t") == "waiting"; }));
+  a = connect_receiving_guest("a");  // the source resumes
+  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 6)}));
+  ASSERT_TRUE(wait_until([&] { return holds("a", 1); })) << port_get("a").dump();
+  EXPECT_TRUE(stream(*b, *a, {numbered_frame(kMacA, kMacB, 7)}));
+}
+
+// The holder reboots (its rings stop, without dirty logging; its frontend
+// stays): the waiting port of its VM, whose rings resumed, does not get the
+// fixed MAC.
+TEST_F(MacLearning, ARebootHandsAFixedMacToNobody) {
+  start_daemon({fixed_vm_port("a", "vm-a", 1), port("b", 2)});
+  ASSERT_EQ(add_error(fixed_vm_port("t", "vm-a", 1)), "");
+  auto b = connect_receiving_guest("b");
+  auto a = connect_receiving_guest("a");
+  auto t = arriving_guest("t", *b, 2);
+  ASSERT_TRUE(a->stop());  // the reboot
+  ASSERT_TRUE(send_frames(*t, {numbered_frame(kMacB, kMacA, 3)}));
+  ASSERT_TRUE(wait_until([&] { return drops("t", "spoofed_source") >= 1; })) << stats("t").dump();
+  EXPECT_NE(refusal_detail("t").find("did not leave by migration"), std::string::npos)
+      << refusal_detail("t");
+  EXPECT_TRUE(holds("a", 1)) << port_get("a").dump();
+  EXPECT_TRUE(receive(*b, 1, 300ms).empty()) << "no frame from the waiting port got through";
+  ASSERT_TRUE(a->reset_and_renegotiate()) << a->last_error();
+  ASSERT_GT(post_rx(*a), 0u);
+  EXPECT_TRUE(stream(*a, *b, {numbered_frame(kMacB, kMacA, 4)}));
+  EXPECT_TRUE(stream(*b, *a, {numbered_frame(kMacA, kMacB, 5)}));
 }
 
 TEST_F(MacLearning, AFixedPortNeedsAMac) {

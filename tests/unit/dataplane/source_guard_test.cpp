@@ -35,7 +35,7 @@ constexpr Admission kRefuse = Admission::kRefuse;
 
 TEST(SourceGuard, FixedAdmitsOnlyItsOwnUnicastMac) {
   RecordingLearner learner;
-  SourceGuard g(MacPolicy::kFixed, mac(1), &learner);
+  SourceGuard g(MacPolicy::kFixed, mac(1), true, &learner);
   EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit);
   EXPECT_EQ(g.admit(mac(2), nullptr, nullptr), kRefuse);
   EXPECT_EQ(g.admit(kBroadcast, nullptr, nullptr), kRefuse);
@@ -43,9 +43,40 @@ TEST(SourceGuard, FixedAdmitsOnlyItsOwnUnicastMac) {
   EXPECT_TRUE(learner.asked.empty()) << "a fixed port never asks";
 }
 
+// The target port of a same-node migration: fixed, with the MAC its VM's
+// source port holds. It asks for that MAC only, holds its frames until the
+// control side decides, and asks again after a refusal (the source's guest
+// may leave later); once it holds the MAC it is an ordinary fixed port.
+TEST(SourceGuard, AFixedPortWaitingForItsMacAsksForItAloneAndAgainAfterARefusal) {
+  GuestPort other(9, "other", Port::kNoUplinkId, GuestPort::Options{});
+  GuestPort self(10, "self", Port::kNoUplinkId, GuestPort::Options{});
+  SwitchTable table;
+  table.add(SwitchEntry{&other, 9, 0, PortKind::kGuest, Port::kNoUplinkId, mac(5)});
+  table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
+  table.finish(1);
+  RecordingLearner learner;
+  SourceGuard g(MacPolicy::kFixed, mac(5), false, &learner);
+  EXPECT_FALSE(g.mac().has_value());
+  EXPECT_EQ(g.admit(mac(6), &table, &self), kRefuse) << "no other MAC, ever";
+  EXPECT_TRUE(learner.asked.empty());
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kHold) << "its own, held by the source port";
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kHold);
+  ASSERT_EQ(learner.asked.size(), 1u);
+  g.refused(mac(5));
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kHold) << "asked again: it is its only MAC";
+  EXPECT_EQ(learner.asked.size(), 2u);
+  g.learned(mac(5));
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kAdmit);
+  EXPECT_EQ(g.admit(mac(6), &table, &self), kRefuse);
+  g.released();  // the migration went on to another port again
+  EXPECT_EQ(g.admit(mac(6), &table, &self), kRefuse);
+  EXPECT_EQ(g.admit(mac(5), &table, &self), kHold);
+  EXPECT_EQ(learner.asked.size(), 3u);
+}
+
 TEST(SourceGuard, LearnHoldsTheFirstUnicastSourceUntilItIsDecidedAndLocksIt) {
   RecordingLearner learner;
-  SourceGuard g(MacPolicy::kLearn, std::nullopt, &learner);
+  SourceGuard g(MacPolicy::kLearn, std::nullopt, true, &learner);
   EXPECT_EQ(g.admit(kMulticast, nullptr, nullptr), kRefuse) << "a group address is never learned";
   EXPECT_EQ(g.admit(mac(7), nullptr, nullptr), kHold) << "nothing passes before the decision";
   EXPECT_TRUE(g.pending());
@@ -62,7 +93,7 @@ TEST(SourceGuard, LearnHoldsTheFirstUnicastSourceUntilItIsDecidedAndLocksIt) {
 
 TEST(SourceGuard, LearnMoveFollowsTheGuestOneMoveAtATime) {
   RecordingLearner learner;
-  SourceGuard g(MacPolicy::kLearnMove, mac(1), &learner);
+  SourceGuard g(MacPolicy::kLearnMove, mac(1), true, &learner);
   EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit);
   EXPECT_EQ(g.admit(mac(2), nullptr, nullptr), kHold);
   EXPECT_EQ(g.admit(mac(1), nullptr, nullptr), kAdmit)
@@ -81,7 +112,7 @@ TEST(SourceGuard, AMacAnotherPortOwnsIsNeverAskedForAndCountedOncePerAttempt) {
   table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
   table.finish(1);
   RecordingLearner learner;
-  SourceGuard g(MacPolicy::kLearn, std::nullopt, &learner);
+  SourceGuard g(MacPolicy::kLearn, std::nullopt, true, &learner);
   EXPECT_EQ(g.admit(mac(5), &table, &self), Admission::kRefuseOwned)
       << "port other's MAC is not ours to take";
   EXPECT_EQ(g.admit(mac(5), &table, &self), kRefuse) << "its next frames: counted once";
@@ -100,7 +131,7 @@ TEST(SourceGuard, ALearnMovePortAsksForAHandOverAndHoldsUntilItIsDecided) {
   table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
   table.finish(1);
   RecordingLearner learner;
-  SourceGuard g(MacPolicy::kLearnMove, std::nullopt, &learner);
+  SourceGuard g(MacPolicy::kLearnMove, std::nullopt, true, &learner);
   EXPECT_EQ(g.admit(mac(5), &table, &self), kHold) << "another port's until the hand-over";
   ASSERT_EQ(learner.asked.size(), 1u);
   EXPECT_TRUE(g.pending());
@@ -110,7 +141,7 @@ TEST(SourceGuard, ALearnMovePortAsksForAHandOverAndHoldsUntilItIsDecided) {
   g.learned(mac(5));
   EXPECT_EQ(g.admit(mac(5), &table, &self), kAdmit);
   // Refused: the MAC stays refused, nothing more is asked for it.
-  SourceGuard h(MacPolicy::kLearnMove, std::nullopt, &learner);
+  SourceGuard h(MacPolicy::kLearnMove, std::nullopt, true, &learner);
   EXPECT_EQ(h.admit(mac(5), &table, &self), kHold);
   h.refused(mac(5));
   EXPECT_FALSE(h.pending());
@@ -125,7 +156,7 @@ TEST(SourceGuard, ALearnMovePortAsksForAHandOverAndHoldsUntilItIsDecided) {
 
 TEST(SourceGuard, ARefusedMacStaysRefusedAndAFailedRequestIsAskedAgain) {
   RecordingLearner learner;
-  SourceGuard g(MacPolicy::kLearn, std::nullopt, &learner);
+  SourceGuard g(MacPolicy::kLearn, std::nullopt, true, &learner);
   EXPECT_EQ(g.admit(mac(3), nullptr, nullptr), kHold);
   g.refused(mac(3));
   EXPECT_FALSE(g.pending());
@@ -141,7 +172,7 @@ TEST(SourceGuard, ARefusedMacStaysRefusedAndAFailedRequestIsAskedAgain) {
 
 TEST(SourceGuard, AGuestCyclingThroughMacsGetsItsBurstOfDecisionsThenItsRate) {
   RecordingLearner learner;
-  SourceGuard g(MacPolicy::kLearnMove, std::nullopt, &learner);
+  SourceGuard g(MacPolicy::kLearnMove, std::nullopt, true, &learner);
   // The default: 1 a second, 4 at once.
   std::uint8_t next = 1;
   for (int i = 0; i < 4; ++i, ++next) {
