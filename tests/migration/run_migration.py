@@ -5,8 +5,9 @@ between vhost-user ports, QEMU to QEMU over loopback through QMP.
     run_migration.py --image BUILD/guest-image --daemon BUILD/daemon/xdpvhostd
     run_migration.py --build-dir BUILD --scenario two-node,two-node-dpdk
 
-Scenarios: same-node (one daemon, two ports; a cancelled migration first),
-two-node (two namespaces, a daemon each, joined by a bridge), two-node-dpdk
+Scenarios: same-node (one daemon, two learn-move ports; a cancelled
+migration first), same-node-fixed (the same with the guest's MAC fixed on
+both ports, as KubeVirt's ports are), two-node (two namespaces, a daemon each, joined by a bridge), two-node-dpdk
 (the same harness with DPDK testpmd as the backend on both nodes: the
 reference; its figures are reported, its checks are not part of the
 verdict unless --strict-dpdk). Needs root. Namespaces mig-*; logs and
@@ -34,8 +35,11 @@ import scenario_two_node  # noqa: E402
 from scenario_result import Pending, ScenarioResult, print_summary  # noqa: E402
 
 SCENARIOS = [
-    ("same-node", "one daemon, two ports: a cancelled migration, then one that completes",
+    ("same-node", "one daemon, two learn-move ports: a cancelled migration, then one that completes",
      scenario_same_node.run_same_node, True),
+    ("same-node-fixed", "same-node with the guest's MAC fixed on both ports, as the DRA plugin adds "
+                        "a KubeVirt VM's source and target",
+     lambda ctx, r: scenario_same_node.run_same_node(ctx, r, "fixed"), True),
     ("two-node", "two nodes (namespaces, daemons, uplinks) on a bridge; ping 10 ms, TCP stream",
      lambda ctx, r: scenario_two_node.run_two_node(ctx, r, "xdpvhost"), True),
     ("two-node-rarp", "two-node with guest_announce=off: QEMU sends SEND_RARP, the destination "

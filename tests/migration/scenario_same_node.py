@@ -1,7 +1,9 @@
-"""Same-node live migration: one xdpvhostd, two ports (vma, vmb, both
-mac_policy learn-move without a configured MAC, both owned by one VM) on one
-uplink; the source QEMU on vma, the -incoming QEMU on vmb, migrated over
-loopback through QMP.
+"""Same-node live migration: one xdpvhostd, two ports (vma, vmb, both owned
+by one VM) on one uplink; the source QEMU on vma, the -incoming QEMU on vmb,
+migrated over loopback through QMP. The ports are either mac_policy
+learn-move without a configured MAC, or fixed with the guest's MAC, as the
+DRA plugin adds a KubeVirt VM's source and target ports (vmb then waits
+without the MAC while vma holds it).
 
 First a migration that is cancelled half-way (bandwidth capped so that it
 cannot finish): the source keeps running, the daemon turns dirty logging
@@ -31,14 +33,15 @@ def port_features(d, name: str) -> int:
     return int(str(d.call("port.get", name=name).get("features", "0x0")), 16)
 
 
-def run_same_node(ctx, r):
+def run_same_node(ctx, r, policy="learn-move"):
     wd = ctx.scenario_dir(r.name)
     net = Network(1, ctx.register_netns)
     net.create()
     socks = {p: os.path.join(wd, f"mig-{p}.sock") for p in ("vma", "vmb")}
     owner = {"namespace": "tenants", "vm": "mig"}  # one VM: the hand-over needs it
-    ports = [{"name": p, "socket": s, "mode": "server", "mac_policy": "learn-move", "uplink": "up0",
-              "owner": owner} for p, s in socks.items()]
+    mac = {"mac": GUEST_MAC} if policy == "fixed" else {}
+    ports = [{"name": p, "socket": s, "mode": "server", "mac_policy": policy, "uplink": "up0",
+              "owner": owner, **mac} for p, s in socks.items()]
     node = XdpvhostNode(ctx, os.path.join(wd, "node"), node_ns(1), socks["vma"], ports).start()
     d = node.daemon
     common = dict(mac=GUEST_MAC, ip=f"{GUEST_IP}/{PREFIX}", peer=PEER_IP, reconnect=1,
@@ -47,8 +50,11 @@ def run_same_node(ctx, r):
     src.start()
     src.wait_for(r"^XV-READY mig", 180)
     time.sleep(1.0)
-    r.check("vma learned the guest's MAC", d.call("port.get", name="vma").get("mac") == GUEST_MAC,
+    r.check("vma holds the guest's MAC", d.call("port.get", name="vma").get("mac") == GUEST_MAC,
             str(d.call("port.get", name="vma").get("mac")))
+    if policy == "fixed":
+        r.check("vmb, configured with it too, waits without it",
+                "mac" not in d.call("port.get", name="vmb"), str(d.call("port.get", name="vmb")))
 
     # ---- cancelled -------------------------------------------------------
     port = mig.free_port()

@@ -4,7 +4,8 @@ the plugin or of the daemon. One lock serialises them all (as the Go
 kubelet plugin helper does).
 
 prepare: state record (phase preparing) -> socket directory -> port.add
-(client mode, the socket QEMU will create, mac_policy learn, owner labels)
+(client mode, the socket QEMU will create, mac_policy fixed with the MAC
+port_mac gives it, owner labels)
 -> CDI spec of the socket directory -> device metadata and its CDI spec ->
 record phase prepared -> claim status.devices (best effort).
 unprepare: port.remove -> socket directory -> metadata and CDI specs ->
@@ -15,7 +16,7 @@ import logging
 import threading
 import time
 
-from . import DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names
+from . import DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names, port_mac
 from .daemon_control import NAME_IN_USE, DaemonError, DaemonUnavailable
 from .kube_api import ApiError
 from .socket_dir import SocketDirError
@@ -28,10 +29,13 @@ class Failure(RuntimeError):
 
 
 def port_params(record, p):
+    """port.add's params. A record written before ports got a MAC from
+    orchestration (no "mac") keeps the learning port it had."""
     claim = record["claim"]
+    mac = {"mac_policy": "fixed", "mac": p["mac"]} if p.get("mac") else {"mac_policy": "learn"}
     return {
         "name": p["port"], "socket": p["socket"], "mode": "client", "uplink": p["uplink"],
-        "mtu": p["mtu"], "queues": p["queues"], "mac_policy": "learn",
+        "mtu": p["mtu"], "queues": p["queues"], **mac,
         "owner": {"namespace": claim["namespace"], "vm": record.get("vm") or "", "claim": claim["name"]},
     }
 
@@ -113,7 +117,10 @@ class ClaimDriver:
         record = claim_plan.plan(claim, (namespace, name, claim_uid), self.o.node_name,
                                  self.devices(), self.sockets, self.o.container_socket_root,
                                  self.o.plugin_dir, self.o.cdi_root)
-        record["vm"] = self._vm_name(claim, namespace)
+        vm, vmi = self._launcher(claim, namespace)
+        record["vm"] = vm
+        for p in record["ports"]:
+            p["mac"] = self._port_mac(record, p, vmi)
         record["phase"] = "preparing"
         record["prepared_at"] = time.time_ns()  # the newest claim of a name owns its metadata path
         self.store.save(record)
@@ -123,31 +130,69 @@ class ClaimDriver:
         self._write_status(record)
         return claim_plan.prepared_devices(record)
 
-    def _vm_name(self, claim, namespace):
-        """The VM's name from the pod the claim is reserved for (KubeVirt's
-        virt-launcher pod carries label vm.kubevirt.io/name), else ""."""
+    def _launcher(self, claim, namespace):
+        """(VM name, VMI object or None) of the pod the claim is reserved
+        for. KubeVirt's virt-launcher pod names its VMI as its controlling
+        owner; the VMI is read for its interfaces' MACs, and failing that is
+        the claim's error (the kubelet retries). A pod without a VMI owner
+        gives the VM name of its labels (vm.kubevirt.io/name, or annotation
+        kubevirt.io/domain), else ""."""
         ref = claim_plan.reserving_pod(claim)
         if ref is None:
-            return ""
+            return "", None
         pod_name, pod_uid = ref
         try:
             names.dns_subdomain("reservedFor pod name", pod_name)
             pod = self.api.pod(namespace, pod_name)
         except (names.InvalidName, ApiError) as e:
             log.info("claim's pod %s/%s: %s; VM name unknown", namespace, pod_name, e)
-            return ""
+            return "", None
         if pod_uid and pod.metadata.uid != pod_uid:
             log.info("pod %s/%s has UID %s, the claim is reserved for %s; VM name unknown",
                      namespace, pod_name, pod.metadata.uid, pod_uid)
-            return ""
+            return "", None
+        owner = next((o for o in pod.metadata.owner_references or []
+                      if o.kind == "VirtualMachineInstance" and (o.api_version or "").startswith("kubevirt.io/")
+                      and o.controller), None)
+        if owner is not None:
+            try:
+                vm = names.dns_subdomain("the pod's VirtualMachineInstance owner", owner.name)
+                vmi = self.api.vmi(namespace, vm)
+            except (names.InvalidName, ApiError) as e:
+                raise Failure(f"pod {namespace}/{pod_name}: its VMI, whose interfaces give the ports "
+                              f"their MACs, cannot be read: {e}") from e
+            uid = (vmi.get("metadata") or {}).get("uid")
+            if owner.uid and uid != owner.uid:
+                raise Failure(f"VMI {namespace}/{vm} has UID {uid}, pod {pod_name} belongs to {owner.uid}: "
+                              "it got replaced")
+            return vm, vmi
         labels = pod.metadata.labels or {}
         annotations = pod.metadata.annotations or {}
         vm = labels.get("vm.kubevirt.io/name") or annotations.get("kubevirt.io/domain") or ""
         try:
-            return names.dns_subdomain("VM name", vm) if vm else ""
+            return (names.dns_subdomain("VM name", vm) if vm else ""), None
         except names.InvalidName as e:
             log.info("pod %s/%s: %s; VM name left empty", namespace, pod_name, e)
-            return ""
+            return "", None
+
+    def _port_mac(self, record, p, vmi):
+        """The port's MAC (port_mac): the VMI interface's macAddress, else
+        generated from the VM (or the claim) and the request."""
+        claim = record["claim"]
+        try:
+            found = port_mac.from_vmi(vmi, claim["name"], record["pod_claim_name"], record["from_template"],
+                                      p["request"]) if vmi is not None else None
+        except port_mac.MacError as e:
+            raise Failure(f"claim {claim['namespace']}/{claim['name']}: request {p['request']}: {e}") from e
+        if found is not None and found[1] is not None:
+            log.info("port %s: MAC %s, the macAddress of VMI %s/%s interface %s", p["port"], found[1],
+                     claim["namespace"], record["vm"], found[0])
+            return found[1]
+        mac = port_mac.generated(self.o.mac_prefix, claim["namespace"], record["vm"],
+                                 record["pod_claim_name"], p["request"], claim["uid"])
+        log.info("port %s: MAC %s, generated for %s", p["port"], mac,
+                 f"VM {claim['namespace']}/{record['vm']}" if record["vm"] else f"claim {claim['uid']}")
+        return mac
 
     def _ensure(self, record, why, records=None):
         """Makes everything the record describes exist: directories, daemon
@@ -165,7 +210,8 @@ class ClaimDriver:
                 record["from_template"], p["request_full"],
                 [{"pool": p["pool"], "name": p["device"], "attributes": {
                     "vhost-user-path": {"string": p["container_socket"]}, "mtu": {"int": p["mtu"]},
-                    "queues": {"int": p["queues"]}}}])
+                    "queues": {"int": p["queues"]}},
+                  "networkData": {"hardwareAddress": p["mac"]} if p.get("mac") else None}])
             if not self._newer_claim_names(record, p["metadata_file"], records) and \
                     device_metadata.write(p["metadata_file"], doc):
                 log.info("%s (%s): device metadata %s written (vhost-user-path %s, mtu %d; in the pod "
@@ -213,9 +259,9 @@ class ClaimDriver:
                               f"(code {e.code})") from e
             return  # added by someone else in the meantime: checked next time
         claim = record["claim"]
-        log.info("port %s added (%s): client of %s on uplink %s, mtu %d, %d queue pair(s), "
+        log.info("port %s added (%s): client of %s on uplink %s, mtu %d, %d queue pair(s), mac %s, "
                  "owner %s/%s vm %r", p["port"], why, p["socket"], p["uplink"], p["mtu"], p["queues"],
-                 claim["namespace"], claim["name"], record.get("vm") or "")
+                 p.get("mac") or "learned", claim["namespace"], claim["name"], record.get("vm") or "")
 
     # ---- unprepare -------------------------------------------------------
 
@@ -240,6 +286,8 @@ class ClaimDriver:
             e = {"driver": DRIVER_NAME, "pool": p["pool"], "device": p["device"]}
             if p.get("share_id"):
                 e["shareID"] = p["share_id"]
+            if p.get("mac"):
+                e["networkData"] = {"hardwareAddress": p["mac"]}
             e["data"] = {
                 "mount": {"hostDir": p["dir"], "containerDir": p["container_dir"]},
                 "socket": {"hostPath": p["socket"], "containerPath": p["container_socket"]},

@@ -33,7 +33,8 @@ def container_file(claim_name, pod_claim_name, from_template, request):
 
 def document(namespace, claim_name, claim_uid, pod_claim_name, from_template, request_full,
              devices):
-    """devices: dicts {pool, name, attributes} of the request's devices."""
+    """devices: dicts {pool, name, attributes, networkData (optional)} of
+    the request's devices."""
     doc = {
         "kind": "DeviceMetadata",
         "apiVersion": API_VERSION,
@@ -42,7 +43,8 @@ def document(namespace, claim_name, claim_uid, pod_claim_name, from_template, re
     if from_template:
         doc["podClaimName"] = pod_claim_name
     doc["requests"] = [{"name": request_full, "devices": [
-        {"driver": DRIVER_NAME, "pool": d["pool"], "name": d["name"], "attributes": d["attributes"]}
+        {"driver": DRIVER_NAME, "pool": d["pool"], "name": d["name"], "attributes": d["attributes"],
+         **({"networkData": d["networkData"]} if d.get("networkData") else {})}
         for d in devices]}]
     return doc
 

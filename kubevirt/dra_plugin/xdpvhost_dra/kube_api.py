@@ -2,7 +2,8 @@
 python client (python3-kubernetes). Debian's client (22.x) has no typed
 classes for resource.k8s.io/v1, so ResourceClaims and ResourceSlices go
 through CustomObjectsApi (plain JSON objects at the API group's REST
-paths); Nodes and Pods through CoreV1Api."""
+paths), as do KubeVirt's VirtualMachineInstances; Nodes and Pods through
+CoreV1Api."""
 
 import json
 import logging
@@ -11,6 +12,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 GROUP, VERSION = "resource.k8s.io", "v1"
+KUBEVIRT_GROUP, KUBEVIRT_VERSION = "kubevirt.io", "v1"
 TIMEOUT = 10  # seconds per request (the kubelet gives a prepare call 45)
 
 log = logging.getLogger("xdpvhost-dra.api")
@@ -91,3 +93,9 @@ class KubeApi:
 
     def pod(self, namespace, name):
         return self._do(f"GET pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace)
+
+    # KubeVirt (namespaced)
+    def vmi(self, namespace, name):
+        return self._do(f"GET virtualmachineinstance {namespace}/{name}",
+                        self.custom.get_namespaced_custom_object, KUBEVIRT_GROUP, KUBEVIRT_VERSION,
+                        namespace, "virtualmachineinstances", name)

@@ -8,7 +8,7 @@ import grp
 import os
 import pwd
 
-from . import DRIVER_NAME, names
+from . import DRIVER_NAME, names, port_mac
 from .socket_dir import SOCKET_FILE, SUN_PATH_MAX
 from .names import KEY_HEX
 
@@ -49,6 +49,13 @@ def _mode(text):
     if not 0 <= mode <= 0o777:
         raise argparse.ArgumentTypeError(f"{text!r}: want permission bits only (0000..0777)")
     return mode
+
+
+def _mac_prefix(text):
+    try:
+        return port_mac.parse_prefix(text)
+    except port_mac.MacError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def parser():
@@ -95,6 +102,10 @@ def parser():
     p.add_argument("--reconcile-interval", type=float, default=10.0, metavar="SECONDS",
                    help="how often the plugin checks the daemon's ports and the ResourceSlice "
                         "(default: %(default)s)")
+    p.add_argument("--mac-prefix", type=_mac_prefix, default=port_mac.parse_prefix(port_mac.DEFAULT_PREFIX),
+                   metavar="OCTETS",
+                   help="leading octets of the MACs the plugin generates for VM interfaces without a "
+                        "macAddress; locally administered unicast (default: %s)" % port_mac.DEFAULT_PREFIX)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 

@@ -5,7 +5,7 @@ version this reader knows is used, the rest skipped."""
 import json
 
 from .binding_error import BindingError
-from .vmi_interface import MAX_QUEUES
+from .vmi_interface import MAX_QUEUES, mac_address
 
 API_VERSION = "metadata.resource.k8s.io/v1alpha1"
 KIND = "DeviceMetadata"
@@ -53,10 +53,12 @@ def _attribute(device, key, kind):
 
 
 def vhost_user_attributes(metadata, request, driver, path):
-    """(vhost-user-path, mtu, queues) of the first device of `driver` in
-    `request` that carries vhost-user-path. The first two are required, as
-    the upstream vhostuser binding requires them; queues (the queue pairs
-    the port offers, xdpvhost's own attribute) is None when absent."""
+    """(vhost-user-path, mtu, queues, mac) of the first device of `driver`
+    in `request` that carries vhost-user-path. The first two are required,
+    as the upstream vhostuser binding requires them; queues (the queue pairs
+    the port offers, xdpvhost's own attribute) and mac (networkData.
+    hardwareAddress: the one MAC the port lets the guest send from) are
+    None when absent."""
     for req in metadata.get("requests") or []:
         name = req.get("name", "")
         if name != request and not name.startswith(request + "/"):
@@ -81,6 +83,11 @@ def vhost_user_attributes(metadata, request, driver, path):
                                        or not 1 <= queues <= MAX_QUEUES):
                 raise BindingError(f"device metadata {path}: queues {queues!r} is outside "
                                    f"1..{MAX_QUEUES}")
-            return socket, mtu, queues
+            network = device.get("networkData")
+            if network is not None and not isinstance(network, dict):
+                raise BindingError(f"device metadata {path}: networkData is not an object")
+            mac = mac_address(f"device metadata {path}: networkData.hardwareAddress",
+                              (network or {}).get("hardwareAddress"))
+            return socket, mtu, queues, mac
     raise BindingError(f"device metadata {path}: no device of {driver} in request "
                        f"{request} carries vhost-user-path")

@@ -56,11 +56,18 @@ class CallbacksService(v1alpha3_grpc.CallbacksServicer):
                             "pairs (one per vCPU), its port offers %d: it gets %d", vm,
                             iface.name, iface.queues, endpoint.queues, endpoint.queues)
                 iface = dataclasses.replace(iface, queues=endpoint.queues)
+            if endpoint.mac is not None:
+                # The port lets the guest send from this MAC only: the NIC must have it.
+                if iface.mac is not None and iface.mac != endpoint.mac:
+                    raise BindingError(f"interface {iface.name}: macAddress {iface.mac}, but its "
+                                       f"port was prepared with MAC {endpoint.mac} ({endpoint.origin}) "
+                                       "and drops frames from any other")
+                iface = dataclasses.replace(iface, mac=endpoint.mac)
             level = logging.INFO if endpoint.from_metadata else logging.WARNING
             log.log(level, "%s: interface %s (claim %s, request %s): vhost-user socket %s, "
-                    "mtu %d, queues %d, from %s", vm, iface.name, iface.claim.pod_claim_name,
+                    "mtu %d, queues %d, mac %s, from %s", vm, iface.name, iface.claim.pod_claim_name,
                     iface.claim.request, endpoint.path, endpoint.mtu, iface.queues,
-                    endpoint.origin)
+                    iface.mac or "chosen by libvirt", endpoint.origin)
             bound.append((iface, endpoint))
         return rewrite(domain_xml, bound)
 

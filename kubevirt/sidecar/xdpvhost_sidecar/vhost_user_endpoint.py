@@ -1,5 +1,5 @@
-"""Where a bound interface's vhost-user socket is inside the VM's pod, and
-its MTU: from the claim's device metadata file when the container runtime
+"""Where a bound interface's vhost-user socket is inside the VM's pod, its
+MTU and its port's MAC: from the claim's device metadata file when the container runtime
 mounted it into this container, otherwise from the DRA plugin's directory
 convention and default MTU. Either way the origin is part of the answer so
 that it can be logged; nothing is guessed silently."""
@@ -22,6 +22,7 @@ class VhostUserEndpoint:
     origin: str  # "device metadata <file>" or "convention ... (metadata <file> absent)"
     from_metadata: bool
     queues: Optional[int] = None  # the queue pairs the port offers, if the metadata says
+    mac: Optional[str] = None     # the port's MAC (fixed), if the metadata says
 
 
 def metadata_path(metadata_root, claim, driver=DRIVER_NAME):
@@ -52,8 +53,8 @@ def resolve(claim, metadata_root, socket_root, default_mtu=DEFAULT_MTU, driver=D
     except OSError as e:
         raise BindingError(f"device metadata {meta}: {e.strerror}") from e
     if metadata is not None:
-        path, mtu, queues = vhost_user_attributes(metadata, claim.request, driver, meta)
-        endpoint = VhostUserEndpoint(path, mtu, f"device metadata {meta}", True, queues)
+        path, mtu, queues, mac = vhost_user_attributes(metadata, claim.request, driver, meta)
+        endpoint = VhostUserEndpoint(path, mtu, f"device metadata {meta}", True, queues, mac)
     else:
         path = convention_path(socket_root, claim)
         endpoint = VhostUserEndpoint(

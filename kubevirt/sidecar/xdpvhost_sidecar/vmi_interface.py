@@ -88,7 +88,7 @@ def _name(check, where, value):
         raise BindingError(str(e)) from e
 
 
-def _mac(where, value):
+def mac_address(where, value):
     """The MAC in the colon form libvirt writes, or None when absent."""
     if value in (None, ""):
         return None
@@ -167,7 +167,7 @@ def bound_interfaces(vmi, binding_name):
                            claim_name=claim_name),
             model="virtio-transitional" if transitional else "virtio",
             queues=queues,
-            mac=_mac(f"interface {name}: macAddress", iface.get("macAddress")),
+            mac=mac_address(f"interface {name}: macAddress", iface.get("macAddress")),
             acpi_index=acpi or None,
             pci_address=pci or None))
     return found

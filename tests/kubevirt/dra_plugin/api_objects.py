@@ -94,11 +94,38 @@ def node(name):
             "metadata": {"name": name, "uid": str(uuid.uuid4()), "labels": {"kubernetes.io/hostname": name}}}
 
 
-def launcher_pod(namespace, name, vm):
-    return {"apiVersion": "v1", "kind": "Pod",
+def vmi(namespace, name, *, mac=None, interface="fast0", pod_claim_name="vhost", request="vhost-port",
+        template="xdpvhost-port"):
+    """A VirtualMachineInstance as KubeVirt stores it (CONTRACT.md §9, the
+    shape of tests/kubevirt/sidecar/vmi-vm1.json): one interface of the
+    vhostuser binding on a DRA network, with macAddress when `mac` is given."""
+    iface = {"name": interface, "binding": {"name": "vhostuser"}}
+    if mac:
+        iface["macAddress"] = mac
+    return {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
             "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
-                         "labels": {"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": vm},
-                         "annotations": {"kubevirt.io/domain": vm}},
+                         "labels": {"kubevirt.io/vm": name}},
+            "spec": {"domain": {"cpu": {"cores": 1}, "resources": {"requests": {"memory": "1Gi"}},
+                                "devices": {"interfaces": [{"name": "default", "masquerade": {}}, iface]}},
+                     "networks": [{"name": "default", "pod": {}},
+                                  {"name": interface, "resourceClaim": {"claimName": pod_claim_name,
+                                                                        "requestName": request}}],
+                     "resourceClaims": [{"name": pod_claim_name, "resourceClaimTemplateName": template}]},
+            "status": {"phase": "Scheduled"}}
+
+
+def launcher_pod(namespace, name, vm, vmi_obj=None):
+    """virt-launcher's pod of VM `vm`; owned by `vmi_obj` (controller
+    reference, as virt-controller makes it) when given."""
+    meta = {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+            "labels": {"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": vm},
+            "annotations": {"kubevirt.io/domain": vm}}
+    if vmi_obj is not None:
+        meta["labels"]["kubevirt.io/created-by"] = vmi_obj["metadata"]["uid"]
+        meta["ownerReferences"] = [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                                    "name": vmi_obj["metadata"]["name"], "uid": vmi_obj["metadata"]["uid"],
+                                    "controller": True, "blockOwnerDeletion": True}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"containers": [{"name": "compute", "image": "registry.example/virt-launcher:v1"}]}}
 
 

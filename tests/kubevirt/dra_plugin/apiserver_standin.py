@@ -4,7 +4,7 @@ none). It is the only thing in the suite that is not the real component.
 
 It serves recorded API objects in the API server's JSON format for the few
 REST paths the plugin uses (ResourceClaims and their status, ResourceSlices,
-one Node, Pods), answers GET/POST/PUT/PATCH/DELETE the way the API server
+one Node, Pods, KubeVirt's VirtualMachineInstances), answers GET/POST/PUT/PATCH/DELETE the way the API server
 does for those (generateName, uid, resourceVersion and optimistic
 concurrency, fieldSelector on spec.nodeName/spec.driver, 404 and 409 as
 Status objects), and records every request with its body so the test can
@@ -27,11 +27,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 _CLONE_NEWNET = 0x40000000
-_RESOURCE = re.compile(r"^/apis/resource\.k8s\.io/v1/(?:namespaces/(?P<ns>[^/]+)/)?"
-                       r"(?P<plural>resourceclaims|resourceslices)(?:/(?P<name>[^/]+))?(?P<sub>/status)?$")
+_RESOURCE = re.compile(r"^/apis/(?:resource\.k8s\.io|kubevirt\.io)/v1/(?:namespaces/(?P<ns>[^/]+)/)?"
+                       r"(?P<plural>resourceclaims|resourceslices|virtualmachineinstances)"
+                       r"(?:/(?P<name>[^/]+))?(?P<sub>/status)?$")
 _CORE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<plural>nodes|pods)/(?P<name>[^/]+)$")
 _KINDS = {"resourceclaims": ("ResourceClaim", "resource.k8s.io/v1"),
           "resourceslices": ("ResourceSlice", "resource.k8s.io/v1"),
+          "virtualmachineinstances": ("VirtualMachineInstance", "kubevirt.io/v1"),
           "nodes": ("Node", "v1"), "pods": ("Pod", "v1")}
 
 
@@ -219,7 +221,9 @@ class RecordedApiServer:
         sub = m.groupdict().get("sub")
         kind, api_version = _KINDS[plural]
         key = (plural, ns, name)
-        group = "resource.k8s.io" if api_version != "v1" else ""
+        group = api_version.rpartition("/")[0]
+        if not path.startswith(f"/apis/{group}/" if group else "/api/"):
+            return h._status(404, "NotFound", f"the server could not find the requested resource ({path})")
         what = f"{plural}.{group}" if group else plural
         if name is None:
             if method == "GET":

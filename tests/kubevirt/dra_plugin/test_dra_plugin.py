@@ -131,8 +131,11 @@ class PluginTestCase(unittest.TestCase):
         self.api.add(c)
         return c
 
-    def seed_vm(self, claim_name="vhost-claim", vm="vm1", **kw):
-        pod = self.api.add(objs.launcher_pod(NS, f"virt-launcher-{vm}-x7k2p", vm))
+    def seed_vm(self, claim_name="vhost-claim", vm="vm1", mac=None, pod_name=None, **kw):
+        """VM `vm`'s VMI (made once; macAddress `mac` on its interface), a
+        virt-launcher pod it owns, and a claim reserved for that pod."""
+        vmi = self.api.get("virtualmachineinstances", vm, NS) or self.api.add(objs.vmi(NS, vm, mac=mac))
+        pod = self.api.add(objs.launcher_pod(NS, pod_name or f"virt-launcher-{vm}-x7k2p", vm, vmi))
         return self.seed_claim(claim_name, pod=pod, **kw), pod
 
     def check_socket_dir_access(self, host_dir):
@@ -168,6 +171,45 @@ class PluginTestCase(unittest.TestCase):
                 errors += objs.slice_prose_errors(body)
             self.assertEqual(errors, [], f"{r['method']} {r['path']}: {errors}")
         return sent
+
+
+class MacRules(unittest.TestCase):
+    """xdpvhost_dra.port_mac's rules, without a node: the prefix flag, the
+    VMI's macAddress, the generated MAC's shape."""
+
+    def test_prefix_must_be_locally_administered_unicast(self):
+        from xdpvhost_dra import options, port_mac
+        o = options.parse(["--node-name", "node-a", "--mac-prefix", "0a:58"])
+        self.assertEqual(o.mac_prefix, bytes([0x0a, 0x58]))
+        self.assertEqual(options.parse(["--node-name", "node-a"]).mac_prefix, bytes([0x02]))
+        for bad in ("00:16:3e", "03", "00", "0a:58:00:01", "zz", ""):
+            with self.subTest(bad):
+                with self.assertRaises(port_mac.MacError):
+                    port_mac.parse_prefix(bad)
+        mac = port_mac.generated(bytes([0x0a, 0x58]), "ns", "vm", "vhost", "vhost-port", "uid")
+        self.assertRegex(mac, r"^0a:58(:[0-9a-f]{2}){4}$")
+        self.assertEqual(mac, port_mac.generated(bytes([0x0a, 0x58]), "ns", "vm", "vhost", "vhost-port",
+                                                 "another-claim"), "the VM's, whatever the claim")
+        self.assertNotEqual(mac, port_mac.generated(bytes([0x0a, 0x58]), "ns", "vm", "vhost", "other-request",
+                                                    "uid"))
+
+    def test_the_vmis_mac_is_checked_and_found_by_claim_and_request(self):
+        from xdpvhost_dra import port_mac
+        vmi = objs.vmi(NS, "vm1", mac="02-00-00-00-00-AB")
+        self.assertEqual(port_mac.from_vmi(vmi, "c", "vhost", True, "vhost-port"), ("fast0", "02:00:00:00:00:ab"))
+        self.assertIsNone(port_mac.from_vmi(vmi, "c", "vhost", True, "other"))
+        self.assertIsNone(port_mac.from_vmi(vmi, "c", "other", True, "vhost-port"))
+        named = objs.vmi(NS, "vm1", mac="02:00:00:00:00:01")
+        named["spec"]["resourceClaims"] = [{"name": "vhost", "resourceClaimName": "shared-port"}]
+        self.assertEqual(port_mac.from_vmi(named, "shared-port", "shared-port", False, "vhost-port"),
+                         ("fast0", "02:00:00:00:00:01"))
+        self.assertEqual(port_mac.from_vmi(objs.vmi(NS, "vm1"), "c", "vhost", True, "vhost-port"),
+                         ("fast0", None))
+        for bad in ("01:00:5e:00:00:01", "00:00:00:00:00:00", "02:00:00:00:00", 7):
+            with self.subTest(bad):
+                with self.assertRaises(port_mac.MacError) as e:
+                    port_mac.from_vmi(objs.vmi(NS, "vm1", mac=bad), "c", "vhost", True, "vhost-port")
+                self.assertIn("VMI interface fast0: macAddress", str(e.exception))
 
 
 @needs_root()
@@ -390,8 +432,10 @@ class PortLifecycle(PluginTestCase):
         self.assertEqual(port["uplink"], "up0")
         self.assertEqual(port["mtu"], lab.UPLINK_MTU)
         self.assertEqual(port["queue_pairs"], queues)
-        if "owner" in port:
-            self.assertEqual(port["owner"], {"namespace": NS, "vm": "vm1", "claim": c["metadata"]["name"]})
+        self.assertEqual(port["owner"], {"namespace": NS, "vm": "vm1", "claim": c["metadata"]["name"]})
+        # Its MAC comes from orchestration (the plugin), never from the guest.
+        self.assertEqual((port["mac_policy"], port["mac_source"]), ("fixed", "config"), port)
+        self.assertRegex(port["mac"], r"^02(:[0-9a-f]{2}){5}$", "locally administered, --mac-prefix 02")
         # The socket directory's CDI spec.
         container_dir = "/var/run/xdpvhost/vhost/vhost-port"
         spec = self.cdi_spec(f"xdpvhost.io-vhost-user_{uid}.json")
@@ -423,6 +467,7 @@ class PortLifecycle(PluginTestCase):
         self.assertEqual(doc["requests"][0]["devices"][0]["driver"], "xdpvhost.io")
         self.assertEqual(attrs, {"vhost-user-path": {"string": container_dir + "/vhost.sock"},
                                  "mtu": {"int": lab.UPLINK_MTU}, "queues": {"int": queues}})
+        self.assertEqual(doc["requests"][0]["devices"][0]["networkData"], {"hardwareAddress": port["mac"]})
         for k, v in attrs.items():
             self.assertEqual(objs.attribute_errors(k, v), [])
         return host_dir, port
@@ -565,6 +610,117 @@ class PortLifecycle(PluginTestCase):
         self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
         self.check_gone(c, host_dir, port["name"])
 
+    def sidecar_domain(self, c, vm):
+        """The domain the binding sidecar (the real process, kubevirt/sidecar)
+        makes for VM `vm`'s VMI, as the API holds it, from the device
+        metadata the plugin prepared for claim `c`. The container runtime's
+        bind mount of the metadata file (the CDI spec's mount) is the stand-in
+        here: the file is copied to the spec's containerPath below a
+        directory of this test."""
+        sys.path.insert(0, os.path.join(lab.ROOT, "kubevirt", "sidecar"))
+        sys.path.insert(0, os.path.join(lab.ROOT, "tests", "kubevirt", "sidecar"))
+        os.environ["PYTHONPATH"] = ":".join(os.path.join(lab.ROOT, d) for d in (
+            "kubevirt/sidecar", "kubevirt/dra_plugin"))
+        import test_sidecar
+        uid = c["metadata"]["uid"]
+        root = os.path.join(self.dir, f"pod-{uid}")
+        meta_root = os.path.join(root, "dra-device-attributes")
+        spec = self.cdi_spec(f"xdpvhost.io_metadata_{uid}_vhost-port.json")
+        (mount,) = spec["devices"][0]["containerEdits"]["mounts"]
+        inside = os.path.join(meta_root, os.path.relpath(mount["containerPath"],
+                                                         "/var/run/kubernetes.io/dra-device-attributes"))
+        os.makedirs(os.path.dirname(inside))
+        shutil.copyfile(mount["hostPath"], inside)
+        sidecar = test_sidecar.Sidecar(root, "--metadata-root", meta_root)
+        self.addCleanup(sidecar.stop)
+        xml = sidecar.define(vmi=self.api.get("virtualmachineinstances", vm, NS))
+        (iface,) = [i for i in test_sidecar.interfaces(test_sidecar.ET.fromstring(xml))
+                    if i.get("type") == "vhostuser"]
+        return iface
+
+    def ports_of(self, claim_name):
+        ports = [self.daemon.call("port.get", name=p["name"]) for p in self.daemon.call("port.list")]
+        return [p for p in ports if (p.get("owner") or {}).get("claim") == claim_name]
+
+    def test_the_vmis_mac_reaches_the_domain_and_a_migration_target_waits_for_it(self):
+        """The VMI's macAddress is the port's fixed MAC and the NIC's in the
+        domain. A same-node migration's target pod gets a port of its own
+        with that MAC, which waits while the source holds it; another VM
+        that asks for the MAC is refused."""
+        self.published_slice()
+        c, pod = self.seed_vm(mac="02-00-00-00-00-AB")
+        uid = c["metadata"]["uid"]
+        host_dir, port = self.check_prepared(c, pod, self.plugin.prepare(objs.ref(c))[uid])
+        self.assertEqual(port["mac"], "02:00:00:00:00:ab")
+        self.assertEqual(self.sidecar_domain(c, "vm1").find("mac").get("address"), "02:00:00:00:00:ab")
+        status = self.api.get("resourceclaims", c["metadata"]["name"], NS)["status"]["devices"]
+        self.assertEqual([d.get("networkData") for d in status], [{"hardwareAddress": "02:00:00:00:00:ab"}])
+        self.assertEqual(objs.schema_errors(self.api.get("resourceclaims", c["metadata"]["name"], NS)), [])
+
+        t, _ = self.seed_vm(claim_name="vhost-claim-target", pod_name="virt-launcher-vm1-t4rg7")
+        tuid = t["metadata"]["uid"]
+        self.assertEqual(self.plugin.prepare(objs.ref(t))[tuid].error, "")
+        (target,) = self.ports_of("vhost-claim-target")
+        self.assertEqual((target["mac_policy"], target["owner"]["vm"]), ("fixed", "vm1"))
+        self.assertNotIn("mac", target, "the source's port holds the MAC until the migration shows")
+        self.assertEqual(self.sidecar_domain(t, "vm1").find("mac").get("address"), "02:00:00:00:00:ab")
+        self.assertEqual(self.port_on(port["socket"])["mac"], "02:00:00:00:00:ab")
+
+        o, _ = self.seed_vm(claim_name="other-claim", vm="vm2", mac="02:00:00:00:00:ab")
+        ouid = o["metadata"]["uid"]
+        error = self.plugin.prepare(objs.ref(o))[ouid].error
+        self.assertIn("02:00:00:00:00:ab is already the MAC of port", error)
+        self.assertEqual(self.ports_of("other-claim"), [])
+        for claim in (t, c, o):
+            self.assertEqual(self.plugin.unprepare(objs.ref(claim))[claim["metadata"]["uid"]].error, "")
+        self.check_gone(c, host_dir, port["name"])
+
+    def test_a_generated_mac_is_the_vms_on_every_pod_and_differs_between_vms(self):
+        """Without a macAddress the plugin generates the MAC from the VM and
+        the request: a VM restarted (a new VMI and pod, a new claim) gets
+        it again, another VM gets another, and the domain has it."""
+        self.published_slice()
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        host_dir, port = self.check_prepared(c, pod, self.plugin.prepare(objs.ref(c))[uid])
+        self.assertEqual(self.sidecar_domain(c, "vm1").find("mac").get("address"), port["mac"])
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+        self.check_gone(c, host_dir, port["name"])
+
+        self.api.remove("virtualmachineinstances", "vm1", NS)
+        again, _ = self.seed_vm(claim_name="vhost-claim-2", pod_name="virt-launcher-vm1-r3st4")
+        self.assertEqual(self.plugin.prepare(objs.ref(again))[again["metadata"]["uid"]].error, "")
+        (restarted,) = self.ports_of("vhost-claim-2")
+        self.assertEqual(restarted["mac"], port["mac"])
+        other, _ = self.seed_vm(claim_name="vhost-claim-3", vm="vm2")
+        self.assertEqual(self.plugin.prepare(objs.ref(other))[other["metadata"]["uid"]].error, "")
+        (vm2,) = self.ports_of("vhost-claim-3")
+        self.assertNotEqual(vm2["mac"], port["mac"])
+        self.assertRegex(vm2["mac"], r"^02(:[0-9a-f]{2}){5}$")
+        self.assertEqual(self.sidecar_domain(other, "vm2").find("mac").get("address"), vm2["mac"])
+        for claim in (again, other):
+            self.assertEqual(self.plugin.unprepare(objs.ref(claim))[claim["metadata"]["uid"]].error, "")
+
+    def test_a_vmi_that_cannot_give_the_mac_fails_the_prepare(self):
+        """A virt-launcher pod whose VMI cannot be read, or whose interface
+        has a MAC no port may have, gets a claim error (the kubelet
+        retries), not a port with a made-up MAC."""
+        self.published_slice()
+        gone = objs.vmi(NS, "vm3")  # never stored: the pod's owner is not there
+        pod = self.api.add(objs.launcher_pod(NS, "virt-launcher-vm3-g0n3x", "vm3", gone))
+        g = self.seed_claim("ghost-claim", pod=pod)
+        error = self.plugin.prepare(objs.ref(g))[g["metadata"]["uid"]].error
+        self.assertIn("its VMI, whose interfaces give the ports their MACs, cannot be read", error)
+        self.assertIn("404", error)
+        m, _ = self.seed_vm(claim_name="multicast-claim", vm="vm4", mac="01:00:5e:00:00:01")
+        error = self.plugin.prepare(objs.ref(m))[m["metadata"]["uid"]].error
+        self.assertIn("VMI interface fast0: macAddress 01:00:5e:00:00:01 is a multicast address", error)
+        self.assertEqual(self.ports_of("ghost-claim") + self.ports_of("multicast-claim"), [])
+        for claim in (g, m):
+            self.assertEqual(self.plugin.unprepare(objs.ref(claim))[claim["metadata"]["uid"]].error, "")
+        for d in (self.plugin.cdi_root, self.plugin.socket_root):
+            self.assertFalse(os.path.exists(d) and os.listdir(d), d)
+
     def test_restarts_of_plugin_and_daemon_keep_the_claim(self):
         self.published_slice()
         c, pod = self.seed_vm()
@@ -580,7 +736,7 @@ class PortLifecycle(PluginTestCase):
         self.daemon.start()
         lab.wait_until(lambda: self.port_or_none(port["name"]), timeout=20, what="the port re-added")
         self.assertIn(f"port {port['name']} added (reconcile)", self.plugin.tail())
-        self.check_prepared(c, pod, first)
+        self.assertEqual(self.check_prepared(c, pod, first)[1]["mac"], port["mac"], "the same MAC")
         # The socket directory was removed behind the plugin's back: repaired.
         os.rmdir(host_dir)
         self.assertEqual(self.plugin.prepare(objs.ref(c))[uid], first)
@@ -616,7 +772,7 @@ class GuestTraffic(PluginTestCase):
         import qemu_guest
 
         self.published_slice()
-        c, pod = self.seed_vm()
+        c, pod = self.seed_vm(mac=RESERVED_MAC)  # the guest's NIC has the port's fixed MAC
         uid = c["metadata"]["uid"]
         answer = self.plugin.prepare(objs.ref(c))[uid]
         self.assertEqual(answer.error, "")
@@ -647,7 +803,7 @@ class GuestTraffic(PluginTestCase):
         self.assertFalse(os.path.exists(host_dir))
 
 
-SUITES = {"base": [QueueLimit, Registration, ResourceSlices, ClaimErrors],
+SUITES = {"base": [MacRules, QueueLimit, Registration, ResourceSlices, ClaimErrors],
           "ports": [PortLifecycle],
           "guest": [GuestTraffic]}
 

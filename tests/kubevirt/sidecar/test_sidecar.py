@@ -43,7 +43,7 @@ EXPECTED_INTERFACE = """
 
 
 def metadata_stream(path="/var/run/xdpvhost/vhost/vhost-port/vhost.sock", mtu=9000, extra=True,
-                    queues=None):
+                    queues=None, mac=None):
     """A KEP-5304 metadata file as the Go helper writes it: the object once
     per version (here an unknown newer one first), pretty-printed, each
     followed by a newline."""
@@ -60,6 +60,8 @@ def metadata_stream(path="/var/run/xdpvhost/vhost/vhost-port/vhost.sock", mtu=90
            "requests": [{"name": "vhost-port", "devices": [
                {"driver": "xdpvhost.io", "pool": "node-a", "name": "uplink0",
                 "attributes": attrs}]}]}
+    if mac is not None:
+        obj["requests"][0]["devices"][0]["networkData"] = {"hardwareAddress": mac}
     newer = dict(obj, apiVersion="metadata.resource.k8s.io/v1beta9")
     objs = [newer, obj] if extra else [obj]
     return "".join(json.dumps(o, indent=2) + "\n" for o in objs)
@@ -176,7 +178,7 @@ class SidecarTest(unittest.TestCase):
         self.assertEqual(canonical(domain.find("metadata")), canonical(before.find("metadata")))
         self.assertEqual(len(domain.find("devices")), len(before.find("devices")) + 1)
         self.assertIn(f"vhost-user socket /var/run/xdpvhost/m/r/vhost.sock, mtu 9000, queues 2, "
-                      f"from device metadata {meta}", s.output())
+                      f"mac 02:00:00:00:00:01, from device metadata {meta}", s.output())
 
     def test_without_metadata(self):
         s = self.start()
@@ -250,6 +252,32 @@ class SidecarTest(unittest.TestCase):
         self.write_metadata(text=metadata_stream(queues=4))
         self.assert_vhostuser(s.define(), "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 9000)
 
+    def test_the_ports_mac_is_the_nics(self):
+        """The port lets the guest send from its MAC only (the device
+        metadata's networkData.hardwareAddress, which the DRA plugin sets):
+        the NIC gets it where the VMI sets none, and a VMI that asks for
+        another MAC is refused rather than given a NIC whose frames are all
+        dropped."""
+        s = self.start()
+        self.write_metadata(text=metadata_stream(mac="02:00:00:00:00:01"))
+        self.assert_vhostuser(s.define(), "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 9000)
+        no_mac = copy.deepcopy(VMI)
+        del no_mac["spec"]["domain"]["devices"]["interfaces"][1]["macAddress"]
+        self.write_metadata(text=metadata_stream(mac="02:5E:10:AA:00:07"))
+        iface = [i for i in interfaces(ET.fromstring(s.define(vmi=no_mac)))
+                 if i.get("type") == "vhostuser"][0]
+        self.assertEqual(iface.find("mac").get("address"), "02:5e:10:aa:00:07")
+        with self.assertRaises(grpc.RpcError) as e:
+            s.define()  # the VMI asks for 02:00:00:00:00:01
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("interface fast0: macAddress 02:00:00:00:00:01, but its port was prepared with "
+                      "MAC 02:5e:10:aa:00:07", e.exception.details())
+        # Without a MAC in the metadata (a plugin before fixed MACs) the VMI's is used, or none.
+        self.write_metadata(text=metadata_stream())
+        iface = [i for i in interfaces(ET.fromstring(s.define(vmi=no_mac)))
+                 if i.get("type") == "vhostuser"][0]
+        self.assertIsNone(iface.find("mac"))
+
     def test_bad_metadata_is_refused_not_guessed(self):
         s = self.start()
         cases = {
@@ -259,6 +287,9 @@ class SidecarTest(unittest.TestCase):
             "not JSON": "{not json",
             "mtu out of range": metadata_stream(mtu=65536),
             "no known version": metadata_stream().replace("v1alpha1", "v0"),
+            "hardwareAddress not a MAC": metadata_stream(mac="02:00:00:00:00"),
+            "networkData not an object": metadata_stream().replace(
+                '"attributes": {', '"networkData": "02:00:00:00:00:01", "attributes": {'),
         }
         for what, text in cases.items():
             with self.subTest(what):
