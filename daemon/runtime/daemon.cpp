@@ -276,7 +276,7 @@ std::optional<dataplane::MacRefusal> Daemon::allow_learned_mac(
   if (const auto* owner = port_with_mac(mac); owner != nullptr && owner != &port) {
     // Live migration on one node: the MAC moves here only on the evidence
     // mac_handover.hpp asks for.
-    const auto now = MacHandovers::Clock::now();
+    const auto now = controller::MacHandovers::Clock::now();
     if (std::string refused = handovers_.refusal(port, *owner, mac, now); !refused.empty()) {
       why = text + " is port " + owner->config().name + "'s; " + refused;
       return MacRefusal::kAnotherPort;

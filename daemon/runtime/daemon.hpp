@@ -23,7 +23,7 @@
 
 #include "config/config.hpp"
 #include "config/config_change.hpp"
-#include "runtime/mac_handover.hpp"
+#include "controller/mac_handover.hpp"
 #include "config/config_result.hpp"
 #include "dataplane/dataplane.hpp"
 #include "controller/guest_port_controller.hpp"
@@ -123,7 +123,7 @@ class Daemon {
   std::unique_ptr<dataplane::Dataplane> dataplane_;
   std::map<std::string, std::unique_ptr<controller::UplinkController>> uplinks_;
   std::map<std::string, std::unique_ptr<controller::GuestPortController>> ports_;
-  MacHandovers handovers_;
+  controller::MacHandovers handovers_;
   std::uint32_t next_uplink_id_ = 0;
   std::set<std::string> run_time_ports_;
   std::set<std::string> run_time_uplinks_;

@@ -47,7 +47,7 @@ inline bool same_vm(const PortConfig& a, const PortConfig& b) noexcept {
 
 // Two ports may be configured with one MAC only as the source and target of
 // a same-node migration: both fixed, of one VM. One of them holds it at a
-// time; it moves on evidence of the migration (daemon/runtime/mac_handover).
+// time; it moves on evidence of the migration (controller/mac_handover).
 inline bool share_fixed_mac(const PortConfig& a, const PortConfig& b) noexcept {
   return a.mac_policy == dataplane::MacPolicy::kFixed &&
          b.mac_policy == dataplane::MacPolicy::kFixed && a.mac && a.mac == b.mac && same_vm(a, b);

@@ -8,7 +8,7 @@
 //              source (the old one is given up)
 // A MAC another port owns is never taken over by learning, except by a
 // learn-move port from another learn-move port of the same VM on evidence
-// of a migration (the control side decides: daemon/runtime/mac_handover.hpp).
+// of a migration (the control side decides: controller/mac_handover.hpp).
 
 #include <cstdint>
 #include <optional>

@@ -20,7 +20,7 @@
 #include "controller/guest_port_controller.hpp"
 #include "net/mac_address.hpp"
 
-namespace xdpvhost::daemon {
+namespace xdpvhost::controller {
 
 inline constexpr std::chrono::seconds kMacGiveBackGrace{60};
 
@@ -29,12 +29,15 @@ class MacHandovers {
   using Clock = std::chrono::steady_clock;
 
   // Why `taker` may not take `mac` from `holder`; empty when it may.
-  std::string refusal(const controller::GuestPortController& taker,
-                      const controller::GuestPortController& holder, const net::MacAddress& mac,
-                      Clock::time_point now) const;
+  std::string refusal(const GuestPortController& taker, const GuestPortController& holder,
+                      const net::MacAddress& mac, Clock::time_point now) const;
   // `mac` moved from port `from` to port `to`.
   void record(const net::MacAddress& mac, const std::string& from, const std::string& to,
               Clock::time_point now);
+  // Whether `mac` moved from port `taker` to port `holder` less than
+  // kMacGiveBackGrace ago: `taker` may have it back without a migration.
+  bool gives_back(const std::string& taker, const std::string& holder, const net::MacAddress& mac,
+                  Clock::time_point now) const;
 
  private:
   struct Handover {
@@ -42,9 +45,7 @@ class MacHandovers {
     std::string from, to;
     Clock::time_point at;
   };
-  bool gives_back(const std::string& taker, const std::string& holder, const net::MacAddress& mac,
-                  Clock::time_point now) const;
   std::vector<Handover> handovers_;  // within the grace period: at most one per MAC
 };
 
-}  // namespace xdpvhost::daemon
+}  // namespace xdpvhost::controller

@@ -1,12 +1,10 @@
-#include "runtime/mac_handover.hpp"
+#include "controller/mac_handover.hpp"
 
 #include <algorithm>
 
-namespace xdpvhost::daemon {
+namespace xdpvhost::controller {
 
 namespace {
-
-using controller::GuestPortController;
 
 bool learn_move(const GuestPortController& p) {
   return p.config().mac_policy == dataplane::MacPolicy::kLearnMove;
@@ -16,9 +14,8 @@ bool learn_move(const GuestPortController& p) {
 // holder learned it), or fixed ports both configured with it.
 bool may_move(const GuestPortController& taker, const GuestPortController& holder,
               const net::MacAddress& mac) {
-  if (learn_move(taker) && learn_move(holder))
-    return holder.mac_source() == controller::MacSource::kLearned;
-  return controller::share_fixed_mac(taker.config(), holder.config()) && taker.config().mac == mac;
+  if (learn_move(taker) && learn_move(holder)) return holder.mac_source() == MacSource::kLearned;
+  return share_fixed_mac(taker.config(), holder.config()) && taker.config().mac == mac;
 }
 
 }  // namespace
@@ -26,7 +23,7 @@ bool may_move(const GuestPortController& taker, const GuestPortController& holde
 std::string MacHandovers::refusal(const GuestPortController& taker,
                                   const GuestPortController& holder, const net::MacAddress& mac,
                                   Clock::time_point now) const {
-  if (!controller::same_vm(taker.config(), holder.config()))
+  if (!same_vm(taker.config(), holder.config()))
     return "a MAC moves only between ports of one VM (owner namespace and vm)";
   if (!may_move(taker, holder, mac))
     return "a MAC moves only between learn-move ports, or fixed ports configured with it";
@@ -53,4 +50,4 @@ void MacHandovers::record(const net::MacAddress& mac, const std::string& from,
   handovers_.push_back(Handover{mac, from, to, now});
 }
 
-}  // namespace xdpvhost::daemon
+}  // namespace xdpvhost::controller
