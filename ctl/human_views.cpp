@@ -1,6 +1,8 @@
 #include "human_views.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 
 #include "text_table.hpp"
 
@@ -37,6 +39,57 @@ std::string uptime(double seconds) {
   std::snprintf(buf, sizeof buf, "%lldd %02lld:%02lld:%02lld", s / 86400, s / 3600 % 24,
                 s / 60 % 60, s % 60);
   return buf;
+}
+
+std::string bytes(const json& v) {
+  if (!v.is_number_unsigned()) return "-";
+  double n = v.get<double>();
+  const char* unit = "B";
+  for (const char* next : {"KiB", "MiB", "GiB", "TiB"}) {
+    if (n < 1024) break;
+    n /= 1024;
+    unit = next;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, unit[0] == 'B' ? "%.0f %s" : "%.1f %s", n, unit);
+  return buf;
+}
+
+// "kind n, kind n" for the non-zero members of `counts`, but `skip`.
+std::string non_zero(const json& counts, std::initializer_list<const char*> skip) {
+  std::string s;
+  if (!counts.is_object()) return "-";
+  for (const auto& [kind, n] : counts.items()) {
+    if (std::find(skip.begin(), skip.end(), kind) != skip.end()) continue;
+    const json& value = n.is_object() ? n["bytes"] : n;
+    if (!value.is_number() || value.get<double>() == 0) continue;
+    if (!s.empty()) s += ", ";
+    s += kind + " " + (n.is_object() ? bytes(value) + " (" + text(n["count"]) + ")" : text(value));
+  }
+  return s.empty() ? "none" : s;
+}
+
+std::string bpf_list(const json& objects) {
+  std::string s;
+  for (const auto& o : objects.is_array() ? objects : json::array()) {
+    if (!s.empty()) s += ", ";
+    s += text(o["id"]) + " (" + text(o["type"]) + ")";
+  }
+  return s.empty() ? "none" : s;
+}
+
+void print_resources(const json& r, std::ostream& out) {
+  if (!r.is_object()) return;
+  TextTable t({"RESOURCE", "NOW"});
+  const json& fds = r["fds"];
+  t.add({"fds", cell(fds, "total") + " of " + cell(fds, "limit") + ": " +
+                    non_zero(fds, {"total", "limit"})});
+  t.add({"mapped", non_zero(r["mapped"], {})});
+  t.add({"threads", cell(r, "threads")});
+  t.add({"rss", bytes(r["rss_bytes"])});
+  t.add({"bpf programs", bpf_list(r["bpf_programs"])});
+  t.add({"bpf maps", bpf_list(r["bpf_maps"])});
+  t.print(out);
 }
 
 }  // namespace
@@ -101,6 +154,10 @@ void print_status(const json& status, std::ostream& out) {
   print_port_list(array_or_empty(status, "ports"), out);
   out << '\n';
   print_uplink_list(array_or_empty(status, "uplinks"), out);
+  if (status.contains("resources")) {
+    out << '\n';
+    print_resources(status["resources"], out);
+  }
 }
 
 void print_port_detail(const json& port, std::ostream& out) {

@@ -109,7 +109,8 @@ RpcResult ControlApi::status(const json&) {
               {"uptime_s", uptime},
               {"threads", threads},
               {"ports", ports},
-              {"uplinks", uplink_list(json::object()).result()}};
+              {"uplinks", uplink_list(json::object()).result()},
+              {"resources", resources_json(sys::take_resource_ledger())}};
 }
 
 RpcResult ControlApi::port_list(const json&) {

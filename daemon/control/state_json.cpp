@@ -1,5 +1,6 @@
 #include "control/state_json.hpp"
 
+#include <bpf/libbpf.h>
 #include <fmt/format.h>
 
 #include <array>
@@ -204,6 +205,47 @@ json uplink_stats(const UplinkStatsSnapshot& s) {
   total["drops"] = std::move(drops);
   total["queues"] = std::move(queues);
   return total;
+}
+
+namespace {
+
+json bpf_objects(const std::vector<sys::BpfObject>& objects,
+                 const char* (*type_name)(std::uint32_t)) {
+  json list = json::array();
+  for (const auto& o : objects) {
+    const char* name = type_name(o.type);
+    list.push_back(json{{"id", o.id},
+                        {"type", name != nullptr ? name : std::to_string(o.type)},
+                        {"memlock_bytes", o.memlock}});
+  }
+  return list;
+}
+
+const char* prog_type_name(std::uint32_t type) {
+  return libbpf_bpf_prog_type_str(static_cast<bpf_prog_type>(type));
+}
+const char* map_type_name(std::uint32_t type) {
+  return libbpf_bpf_map_type_str(static_cast<bpf_map_type>(type));
+}
+
+}  // namespace
+
+json resources_json(const sys::ResourceLedger& l) {
+  json fds = json::object();
+  for (std::size_t k = 0; k < sys::kFdKinds; ++k)
+    fds[sys::to_string(static_cast<sys::FdKind>(k))] = l.fds[k];
+  fds["total"] = l.fds_total();
+  fds["limit"] = l.fd_limit;
+  json mapped = json::object();
+  for (std::size_t k = 0; k < sys::kMappingKinds; ++k)
+    mapped[sys::to_string(static_cast<sys::MappingKind>(k))] =
+        json{{"bytes", l.mapped.bytes[k]}, {"count", l.mapped.count[k]}};
+  return json{{"fds", std::move(fds)},
+              {"mapped", std::move(mapped)},
+              {"threads", l.threads},
+              {"rss_bytes", l.rss_bytes},
+              {"bpf_programs", bpf_objects(l.bpf_programs, prog_type_name)},
+              {"bpf_maps", bpf_objects(l.bpf_maps, map_type_name)}};
 }
 
 }  // namespace xdpvhost::daemon

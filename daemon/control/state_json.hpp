@@ -10,6 +10,7 @@
 #include "dataplane/service_thread.hpp"
 #include "controller/uplink_controller.hpp"
 #include "control/stats_snapshot.hpp"
+#include "sys/resource_ledger.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -28,5 +29,7 @@ nlohmann::json tunables_json(const Tunables& t);
 nlohmann::json uplink_status(const UplinkConfig& config,
                              const controller::UplinkController& uplink);
 nlohmann::json uplink_stats(const UplinkStatsSnapshot& s);
+// What the process holds (status.resources).
+nlohmann::json resources_json(const sys::ResourceLedger& ledger);
 
 }  // namespace xdpvhost::daemon

@@ -49,7 +49,7 @@ Families MetricsService::collect() {
   add_port_families(families, daemon_, listed);
   add_thread_families(families, daemon_);
   add_uplink_families(families, collect_uplink_metrics(daemon_), listed);
-  add_process_families(families);
+  add_process_families(families, sys::take_resource_ledger());
   return families;
 }
 

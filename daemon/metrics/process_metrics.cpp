@@ -1,14 +1,11 @@
 #include "process_metrics.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string>
 
 #include "sys/unique_fd.hpp"
@@ -30,19 +27,6 @@ std::optional<std::string> read_small_file(const char* path) {
     if (text.size() > (1 << 20)) break;
   }
   return text;
-}
-
-struct DirClose {
-  void operator()(DIR* d) const noexcept { ::closedir(d); }
-};
-
-std::uint64_t count_open_fds() {
-  std::unique_ptr<DIR, DirClose> dir(::opendir("/proc/self/fd"));
-  if (!dir) return 0;
-  std::uint64_t n = 0;
-  while (const dirent* e = ::readdir(dir.get()))
-    if (e->d_name[0] != '.') ++n;
-  return n > 0 ? n - 1 : 0;  // not the directory's own fd
 }
 
 // Seconds since the epoch the machine booted (/proc/stat "btime").
@@ -83,13 +67,10 @@ std::optional<ProcessStats> read_process_stats() {
   s.virtual_bytes = static_cast<std::uint64_t>(fields[23 - 3]);
   s.resident_bytes = static_cast<std::uint64_t>(fields[24 - 3] * page);
   if (auto boot = boot_time()) s.start_time_seconds = *boot + fields[22 - 3] / ticks;
-  s.open_fds = count_open_fds();
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) s.max_fds = limit.rlim_cur;
   return s;
 }
 
-void add_process_families(Families& out) {
+void add_process_families(Families& out, const sys::ResourceLedger& ledger) {
   const auto s = read_process_stats();
   if (!s) return;
   using prometheus::MetricType;
@@ -105,11 +86,37 @@ void add_process_families(Families& out) {
   one("process_virtual_memory_bytes", MetricType::Gauge, "Virtual memory size in bytes.",
       static_cast<double>(s->virtual_bytes));
   one("process_open_fds", MetricType::Gauge, "Number of open file descriptors.",
-      static_cast<double>(s->open_fds));
+      static_cast<double>(ledger.fds_total()));
   one("process_max_fds", MetricType::Gauge, "Maximum number of open file descriptors.",
-      static_cast<double>(s->max_fds));
+      static_cast<double>(ledger.fd_limit));
   one("process_start_time_seconds", MetricType::Gauge,
       "Start time of the process since unix epoch in seconds.", s->start_time_seconds);
+
+  auto fds = make_family("xdpvhost_open_fds", MetricType::Gauge,
+                         "Open file descriptors of xdpvhostd by kind (their /proc/self/fd link).");
+  for (std::size_t k = 0; k < sys::kFdKinds; ++k)
+    add_sample(fds, {{"kind", sys::to_string(static_cast<sys::FdKind>(k))}},
+               std::uint64_t{ledger.fds[k]});
+  out.push_back(std::move(fds));
+  auto bytes = make_family("xdpvhost_mapped_bytes", MetricType::Gauge,
+                           "Bytes xdpvhostd has mapped, by what for: guest_memory, dirty_log, "
+                           "umem, xsk_ring, other.");
+  auto count = make_family("xdpvhost_mappings", MetricType::Gauge,
+                           "Mappings xdpvhostd holds, by what for (as xdpvhost_mapped_bytes).");
+  for (std::size_t k = 0; k < sys::kMappingKinds; ++k) {
+    const char* kind = sys::to_string(static_cast<sys::MappingKind>(k));
+    add_sample(bytes, {{"kind", kind}}, ledger.mapped.bytes[k]);
+    add_sample(count, {{"kind", kind}}, ledger.mapped.count[k]);
+  }
+  out.push_back(std::move(bytes));
+  out.push_back(std::move(count));
+  one("xdpvhost_threads", MetricType::Gauge, "Threads of xdpvhostd.",
+      static_cast<double>(ledger.threads));
+  auto bpf = make_family("xdpvhost_bpf_objects", MetricType::Gauge,
+                         "BPF programs and maps xdpvhostd holds an fd of.");
+  add_sample(bpf, {{"object", "program"}}, std::uint64_t{ledger.bpf_programs.size()});
+  add_sample(bpf, {{"object", "map"}}, std::uint64_t{ledger.bpf_maps.size()});
+  out.push_back(std::move(bpf));
 }
 
 }  // namespace xdpvhost::daemon::metrics

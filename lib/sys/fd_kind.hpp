@@ -1,7 +1,51 @@
 #pragma once
-// What an fd a peer handed over really is, before it is trusted with a job.
+// What an fd is: one a peer handed over, before it is trusted with a job,
+// and every fd of the process, for the resource ledger (fd_census.hpp).
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
 
 namespace xdpvhost::sys {
+
+// The kinds the ledger counts, from the fd's /proc/self/fd link.
+enum class FdKind : std::uint8_t {
+  kSocket,   // socket:[inode]
+  kEventfd,  // anon_inode:[eventfd]
+  kEpoll,    // anon_inode:[eventpoll]
+  kTimerfd,  // anon_inode:[timerfd]
+  kMemfd,    // /memfd:name (deleted)
+  kBpfProg,  // anon_inode:bpf-prog
+  kBpfMap,   // anon_inode:bpf-map
+  kOther,    // files, pipes, signalfd, netlink is a socket, ...
+};
+inline constexpr std::size_t kFdKinds = 8;
+
+// The name the ledger uses (status, metrics label `kind`).
+constexpr const char* to_string(FdKind kind) noexcept {
+  switch (kind) {
+    case FdKind::kSocket:
+      return "socket";
+    case FdKind::kEventfd:
+      return "eventfd";
+    case FdKind::kEpoll:
+      return "epoll";
+    case FdKind::kTimerfd:
+      return "timerfd";
+    case FdKind::kMemfd:
+      return "memfd";
+    case FdKind::kBpfProg:
+      return "bpf_prog";
+    case FdKind::kBpfMap:
+      return "bpf_map";
+    case FdKind::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+// The kind of an fd whose /proc/self/fd link reads `link`.
+FdKind classify_fd_link(std::string_view link) noexcept;
 
 // An eventfd (its /proc/self/fd link reads "anon_inode:[eventfd]").
 bool is_eventfd(int fd) noexcept;

@@ -64,7 +64,7 @@ std::shared_ptr<const DirtyLog> DirtyLog::map(sys::UniqueFd fd, std::uint64_t si
     return nullptr;
   }
   auto log = std::make_shared<DirtyLog>();
-  log->mapping_ = sys::MemoryMapping(p, length);
+  log->mapping_ = sys::MemoryMapping(p, length, sys::MappingKind::kDirtyLog);
   // A seal does not stop a hole from being punched: a page of it that cannot
   // be had again (hugetlbfs, strict overcommit) faults with SIGBUS.
   log->guard_ = GuardedRange::add(p, length, &log->truncated_, error);

@@ -112,7 +112,7 @@ std::shared_ptr<const GuestMemory> GuestMemory::map(std::vector<MemoryRegionSpec
       error = "region " + std::to_string(i) + ": mmap failed: " + std::strerror(errno);
       return nullptr;
     }
-    sys::MemoryMapping mapping(addr, length);
+    sys::MemoryMapping mapping(addr, length, sys::MappingKind::kGuestMemory);
     auto* host = mapping.data() + s.mmap_offset;
     // Every region is guarded, sealed or not: a seal stops shrinking, not a
     // hole punched into the file (fallocate), and a page of a hugetlbfs hole

@@ -49,7 +49,7 @@ bool map_ring(int fd, int option, std::uint64_t pgoff, std::uint32_t entries,
     error = std::string("xsk: mmap of the ") + name + " ring: " + std::strerror(errno);
     return false;
   }
-  mapping = sys::MemoryMapping(map, length);
+  mapping = sys::MemoryMapping(map, length, sys::MappingKind::kXskRing);
   auto* base = static_cast<std::uint8_t*>(map);
   ring.mask = entries - 1;
   ring.size = entries;

@@ -79,7 +79,8 @@ std::unique_ptr<Umem> Umem::create(const UmemConfig& config, std::string& error)
     return nullptr;
   }
 
-  std::unique_ptr<Umem> umem(new Umem(config, sys::MemoryMapping(addr, length), huge));
+  std::unique_ptr<Umem> umem(
+      new Umem(config, sys::MemoryMapping(addr, length, sys::MappingKind::kUmem), huge));
   if (!umem->register_area(error)) return nullptr;
   return umem;
 }

@@ -46,8 +46,13 @@ class Ctl(unittest.TestCase):
         self.assertIn("xdpvhostd 0.", out)
         self.assertIn("vm1", out)
         self.assertIn("THREAD", out)
+        self.assertRegex(out, r"fds +[0-9]+ of [0-9]+: .*eventfd [0-9]+.*socket [0-9]+")
+        self.assertRegex(out, r"rss +[0-9.]+ MiB")
         status = self.json_ctl("status", "status")
         self.assertEqual([p["name"] for p in status["ports"]], ["vm1"])
+        fds = status["resources"]["fds"]
+        self.assertEqual(fds["total"], sum(v for k, v in fds.items() if k not in ("total", "limit")))
+        self.assertGreater(status["resources"]["threads"], 1)
         out, _ = self.run_ctl("version")
         self.assertIn("xdpvhostctl ", out)
         self.assertIn("(protocol 1)", out)

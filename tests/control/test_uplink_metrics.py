@@ -156,6 +156,44 @@ class UplinkMetrics(unittest.TestCase):
         self.assertEqual(q0["tx_packets"] + sum(stats["ports"]["vm1"]["drops"].values()), taken)
         self.assertEqual(counted, q0["tx_packets"] - uplink_tx0)
 
+    def test_the_resource_ledger_shows_what_the_daemon_holds(self):
+        """status.resources and the xdpvhost_open_fds/mapped families against
+        /proc seen from outside: fds by kind, the XDP program and its maps,
+        UMEM and rings, and a guest's memory, mapped while it runs and gone
+        with it."""
+        g = self.guest("ledger-vm2", self.socks[1], MAC2, "rxonly", 0)
+        wait_until(lambda: self.daemon.port_state("vm2") == "running", what="vm2 running")
+        outside = self.daemon.settled_resources()["fd_kinds"]
+        ledger = self.daemon.call("status")["resources"]
+        names = {"eventpoll": "epoll", "bpf-prog": "bpf_prog", "bpf-map": "bpf_map"}
+        seen = {}
+        for kind, n in outside.items():
+            kind = names.get(kind, kind)
+            kind = kind if kind in ledger["fds"] else "other"
+            seen[kind] = seen.get(kind, 0) + n
+        for kind, n in ledger["fds"].items():
+            if kind in ("total", "limit"):
+                continue
+            if kind == "socket":  # the status call's own connection is open while it is counted
+                self.assertIn(n - seen.get(kind, 0), (0, 1), (ledger["fds"], outside))
+            else:
+                self.assertEqual(n, seen.get(kind, 0), (kind, ledger["fds"], outside))
+        self.assertIn("xdp", [p["type"] for p in ledger["bpf_programs"]], ledger["bpf_programs"])
+        self.assertIn("xskmap", [m["type"] for m in ledger["bpf_maps"]], ledger["bpf_maps"])
+        self.assertTrue(all(o["memlock_bytes"] > 0 for o in ledger["bpf_maps"]), ledger["bpf_maps"])
+        mapped = ledger["mapped"]
+        self.assertGreaterEqual(mapped["umem"]["bytes"], 2048 * 2048, mapped)
+        self.assertGreaterEqual(mapped["xsk_ring"]["count"], 4, "rx, tx, fill and completion rings")
+        self.assertGreater(mapped["guest_memory"]["bytes"], 0, mapped)
+        self.assertGreater(ledger["threads"], 1)
+        f = self.scrape()
+        for kind in ("bpf_prog", "bpf_map", "eventfd", "epoll", "timerfd"):
+            self.assertEqual(prom.value(f, "xdpvhost_open_fds", kind=kind), ledger["fds"][kind], kind)
+        self.assertEqual(prom.value(f, "xdpvhost_mapped_bytes", kind="umem"), mapped["umem"]["bytes"])
+        g.stop()
+        wait_until(lambda: self.daemon.call("status")["resources"]["mapped"]["guest_memory"]["bytes"] == 0,
+                   what="the guest's memory unmapped once it is gone")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -501,10 +501,48 @@ class Metrics(unittest.TestCase):
                     self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
                     self.assertIn("SUCCESS", r.stdout)
 
+    def test_the_fd_growth_alert_fires_on_a_leak_and_not_on_churn(self):
+        """promtool's rule unit tests on XdpvhostFdsGrowing: a daemon leaking
+        12 fds every 5 minutes (the kind of leak issue 23 found) is alerted
+        within 8 hours; one whose fds swing with guests coming and going, or
+        sit high but flat, is not."""
+        rule = load(os.path.join(KUBE, "monitoring", "prometheusrule.yaml"))[0]
+        (alert,) = [r for g in rule["spec"]["groups"] for r in g["rules"]
+                    if r.get("alert") == "XdpvhostFdsGrowing"]
+        churn = " ".join(str(100 + 300 * (i % 2)) for i in range(121))
+        series = [
+            ('xdpvhost_open_fds{node="leaky",kind="bpf_prog"}', "40+12x120"),
+            ('xdpvhost_open_fds{node="leaky",kind="socket"}', "60x120"),
+            ('process_max_fds{node="leaky"}', "4000x120"),
+            ('xdpvhost_open_fds{node="churn",kind="eventfd"}', churn),
+            ('process_max_fds{node="churn"}', "4000x120"),
+            ('xdpvhost_open_fds{node="flat",kind="socket"}', "3900x120"),
+            ('process_max_fds{node="flat"}', "4000x120"),
+        ]
+        expected = {k: v.replace("{{ $labels.node }}", "leaky") for k, v in alert["annotations"].items()}
+        tests = {"rule_files": ["alerts.yaml"], "evaluation_interval": "1m", "tests": [{
+            "interval": "5m",
+            "input_series": [{"series": name, "values": values} for name, values in series],
+            "alert_rule_test": [
+                {"eval_time": "5h", "alertname": "XdpvhostFdsGrowing", "exp_alerts": []},
+                {"eval_time": "8h", "alertname": "XdpvhostFdsGrowing", "exp_alerts": [
+                    {"exp_labels": {"severity": "warning", "node": "leaky"},
+                     "exp_annotations": expected}]},
+            ]}]}
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "alerts.yaml"), "w") as f:
+                yaml.safe_dump({"groups": [{"name": "xdpvhost", "rules": [alert]}]}, f)
+            with open(os.path.join(d, "tests.yaml"), "w") as f:
+                yaml.safe_dump(tests, f)
+            r = subprocess.run([PROMTOOL, "test", "rules", "tests.yaml"], cwd=d, capture_output=True,
+                               text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("SUCCESS", r.stdout)
+
     def test_dashboard_panels(self):
         dash = json.loads(read_text(os.path.join(KUBE, "monitoring", "xdpvhost-dashboard.json")))
         exprs = " ".join(t["expr"] for p in dash["panels"] for t in p.get("targets", []))
-        for family in ("xdpvhost_port_packets_total", "xdpvhost_port_drops_total",
+        for family in ("xdpvhost_port_packets_total", "xdpvhost_port_drops_total", "xdpvhost_open_fds",
                        "xdpvhost_thread_iterations_total", "xdpvhost_uplink_xsk_rx_ring_full_total",
                        "xdpvhost_uplink_xsk_rx_fill_ring_empty_descs_total"):
             self.assertTrue(family in exprs, f"no panel shows {family}")
