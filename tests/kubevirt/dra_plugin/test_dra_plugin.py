@@ -30,6 +30,7 @@ import unittest
 import uuid
 
 import node_lab as lab
+from xvtest import procfs
 import api_objects as objs
 from apiserver_standin import RecordedApiServer
 
@@ -720,6 +721,59 @@ class PortLifecycle(PluginTestCase):
             self.assertEqual(self.plugin.unprepare(objs.ref(claim))[claim["metadata"]["uid"]].error, "")
         for d in (self.plugin.cdi_root, self.plugin.socket_root):
             self.assertFalse(os.path.exists(d) and os.listdir(d), d)
+
+    def test_thousands_of_reconcile_passes_hold_nothing(self):
+        """The plugin's periodic path as it runs for months (every 10 s;
+        here back to back): 2000 passes of the ResourceSlice check and the
+        claim reconcile over a prepared claim, with the plugin's fds by kind
+        and heap, and the daemon's fds by kind and mappings, counted before
+        and after."""
+        passes, warmup = 2000, 200
+        self.published_slice()
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        self.check_prepared(c, pod, self.plugin.prepare(objs.ref(c))[uid])
+        self.plugin.kill()
+        self.plugin = lab.Plugin(self.dir, self.net, self.daemon.control_path,
+                                 os.path.join(self.dir, "kubeconfig"),
+                                 extra=("--reconcile-interval", "0.001", "--log-level", "debug"))
+        self.addCleanup(self.plugin.kill)
+        self.plugin.start()
+        done = lambda: self.plugin.tail(10 ** 6).count("reconciled 1 prepared claim(s), 0 failed")  # noqa: E731
+
+        def least_of_looks(pid):
+            """fds per kind and RssAnon, the least of ten looks: a pass holds
+            a connection or two between plugin and daemon while it runs (one
+            every few ms), and a leak raises the least too."""
+            looks = []
+            for _ in range(10):
+                looks.append(procfs.resources(pid))
+                time.sleep(0.013)
+            kinds = {k for r in looks for k in r["fd_kinds"]}
+            return ({k: min(r["fd_kinds"].get(k, 0) for r in looks) for k in kinds},
+                    min(r["anon_kb"] for r in looks))
+
+        def plugin_resources():
+            return least_of_looks(self.plugin.proc.pid)
+
+        def daemon_resources():
+            return (least_of_looks(self.daemon.pid)[0],
+                    self.daemon.call("status")["resources"]["mapped"])
+
+        lab.wait_until(lambda: done() >= warmup, timeout=120, what=f"{warmup} reconcile passes")
+        plugin_before, daemon_before = plugin_resources(), daemon_resources()
+        start, first = time.monotonic(), done()
+        lab.wait_until(lambda: done() >= first + passes, timeout=600, what=f"{passes} more passes")
+        plugin_after, daemon_after = plugin_resources(), daemon_resources()
+        print(f"\n{done() - first} passes in {time.monotonic() - start:.1f} s; plugin fds "
+              f"{plugin_before[0]} -> {plugin_after[0]}, RssAnon {plugin_before[1]} -> "
+              f"{plugin_after[1]} kB; daemon fds {daemon_before[0]} -> {daemon_after[0]}",
+              file=sys.stderr)
+        self.assertEqual(plugin_after[0], plugin_before[0], "the plugin's fds")
+        self.assertLess(plugin_after[1] - plugin_before[1], 2048, "the plugin's heap grew")
+        self.assertEqual(daemon_after, daemon_before, "the daemon's fds and mappings")
+        self.assertNotIn("Traceback", self.plugin.tail(10 ** 6))
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
 
     def test_restarts_of_plugin_and_daemon_keep_the_claim(self):
         self.published_slice()
