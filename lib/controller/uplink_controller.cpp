@@ -178,7 +178,7 @@ void UplinkController::retry_later() {
   retry_timer_.expires_after(kRetryInterval);
   retry_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired()) return;
-    retry();
+    periodic_check();
     retry_later();
   });
 }
@@ -187,7 +187,7 @@ void UplinkController::retry_later() {
 // foreign program since removed), a queue that did not exist or was held
 // by another socket, our program detached by someone else (ip link set dev
 // X xdp off, xdp-loader unload). Only while the interface is there.
-void UplinkController::retry() {
+void UplinkController::periodic_check() {
   if (program_ && !program_->still_attached()) {
     spdlog::warn(
         "uplink {}: its XDP program is no longer on {} (removed by someone else); "
@@ -458,6 +458,7 @@ std::vector<UplinkController::QueueReport> UplinkController::queue_reports() con
     r.queue = ports_[i]->queue();
     r.thread = threads_[i];
     r.bind_mode = !st.bound.load() ? "unbound" : st.zero_copy.load() ? "zerocopy" : "copy";
+    r.multi_buffer = st.bound.load() && st.multi_buffer.load();
     r.tx_checksum = !st.bound.load()                ? "unbound"
                     : st.tx_checksum_offload.load() ? "offloaded"
                                                     : "software";

@@ -51,9 +51,9 @@ class UplinkController {
   struct QueueReport {
     std::uint32_t queue = 0;
     std::uint16_t thread = 0;
-    std::string bind_mode;    // zerocopy | copy | unbound
-    std::string tx_checksum;  // offloaded | software | unbound
-    std::string bind_report;
+    std::string bind_mode;      // zerocopy | copy | unbound
+    std::string tx_checksum;    // offloaded | software | unbound
+    bool multi_buffer = false;  // bound with XDP_USE_SG: frames longer than a UMEM frame
     std::uint32_t napi_id = 0;
     bool napi_requested = false, napi_active = false;
     std::string napi_reason;
@@ -102,6 +102,13 @@ class UplinkController {
   // Whether a guest of this MTU fits; `why` names the limit if not.
   bool admits_mtu(std::uint32_t mtu, std::string& why) const;
 
+  // What the timer runs every kRetryInterval: attaches the program again if
+  // someone else removed it, follows the interface's MTU, and sets up or
+  // binds what a link event would not bring back (a refused attach, a queue
+  // that did not exist). Runs for months: it must hold nothing when nothing
+  // changed (tests run it thousands of times).
+  void periodic_check();
+
   // What a MAC is known to be outside the guests (port security: no guest
   // learns it). The node's interface (in the daemon's network namespace,
   // the uplink's own included) that has `mac` as its address, if any:
@@ -125,7 +132,6 @@ class UplinkController {
   // unbound one never reads it); it waits here until one is bound.
   void hand_flood_socket();
   void retry_later();
-  void retry();
   void follow_mtu();
 
   Dataplane& dataplane_;

@@ -72,6 +72,7 @@ void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
   umem_->refill(umem_->fill_free(umem_->config().fill_size));
   status_.bound.store(true);
   status_.zero_copy.store(socket_->zero_copy());
+  status_.multi_buffer.store(socket_->multi_buffer());
   tx_checksum_offload_ = umem_->tx_metadata() && !socket_->zero_copy();
   status_.tx_checksum_offload.store(tx_checksum_offload_);
   std::uint32_t napi = 0;

@@ -36,6 +36,7 @@ namespace xdpvhost::dataplane {
 struct UplinkQueueStatus {
   std::atomic<bool> bound{false};
   std::atomic<bool> zero_copy{false};
+  std::atomic<bool> multi_buffer{false};
   std::atomic<bool> tx_checksum_offload{false};  // see tx_checksum_offload_
   std::atomic<bool> link_up{false};
   std::atomic<std::uint32_t> napi_id{0};

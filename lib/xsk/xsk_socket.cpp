@@ -109,6 +109,10 @@ std::unique_ptr<XskSocket> XskSocket::create(Umem& umem, const XskSocketConfig& 
     last_refusal = std::strerror(-err);
     if (a.mode_flag == XDP_ZEROCOPY && zc_refusal.empty()) zc_refusal = last_refusal;
     if (a.sg) sg_refusal = last_refusal;
+    // Another socket holds the queue (or ours of a moment ago, which the
+    // kernel has not released yet): no other flags help, and binding without
+    // multi-buffer in that moment would lose it for good. Tried again later.
+    if (err == -EBUSY) break;
   }
   const std::string where = "xsk: " + config.ifname + " queue " + std::to_string(config.queue_id);
   if (bound == nullptr) {
