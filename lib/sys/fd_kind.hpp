@@ -2,6 +2,7 @@
 // What an fd is: one a peer handed over, before it is trusted with a job,
 // and every fd of the process, for the resource ledger (fd_census.hpp).
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -21,27 +22,11 @@ enum class FdKind : std::uint8_t {
 };
 inline constexpr std::size_t kFdKinds = 8;
 
-// The name the ledger uses (status, metrics label `kind`).
+// The names the ledger uses (status, metrics label `kind`), in FdKind's order.
+inline constexpr std::array<const char*, kFdKinds> kFdKindNames{
+    "socket", "eventfd", "epoll", "timerfd", "memfd", "bpf_prog", "bpf_map", "other"};
 constexpr const char* to_string(FdKind kind) noexcept {
-  switch (kind) {
-    case FdKind::kSocket:
-      return "socket";
-    case FdKind::kEventfd:
-      return "eventfd";
-    case FdKind::kEpoll:
-      return "epoll";
-    case FdKind::kTimerfd:
-      return "timerfd";
-    case FdKind::kMemfd:
-      return "memfd";
-    case FdKind::kBpfProg:
-      return "bpf_prog";
-    case FdKind::kBpfMap:
-      return "bpf_map";
-    case FdKind::kOther:
-      return "other";
-  }
-  return "other";
+  return kFdKindNames[static_cast<std::size_t>(kind)];
 }
 
 // The kind of an fd whose /proc/self/fd link reads `link`.

@@ -23,20 +23,11 @@ enum class MappingKind : std::uint8_t {
 };
 inline constexpr std::size_t kMappingKinds = 5;
 
+// The names the ledger uses (status, metrics label `kind`), in MappingKind's order.
+inline constexpr std::array<const char*, kMappingKinds> kMappingKindNames{
+    "guest_memory", "dirty_log", "umem", "xsk_ring", "other"};
 constexpr const char* to_string(MappingKind kind) noexcept {
-  switch (kind) {
-    case MappingKind::kGuestMemory:
-      return "guest_memory";
-    case MappingKind::kDirtyLog:
-      return "dirty_log";
-    case MappingKind::kUmem:
-      return "umem";
-    case MappingKind::kXskRing:
-      return "xsk_ring";
-    case MappingKind::kOther:
-      return "other";
-  }
-  return "other";
+  return kMappingKindNames[static_cast<std::size_t>(kind)];
 }
 
 // What every MemoryMapping of the process holds now, by kind.

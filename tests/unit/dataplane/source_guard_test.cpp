@@ -29,6 +29,18 @@ struct RecordingLearner : MacLearner {
 const net::MacAddress kBroadcast{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
 const net::MacAddress kMulticast{{0x01, 0x00, 0x5e, 0, 0, 1}};
 
+// Ports "other", which owns mac(5) in the switch, and "self", which has no MAC.
+struct OtherOwnsMac5 {
+  OtherOwnsMac5() {
+    table.add(SwitchEntry{&other, 9, 0, PortKind::kGuest, Port::kNoUplinkId, mac(5)});
+    table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
+    table.finish(1);
+  }
+  GuestPort other{9, "other", Port::kNoUplinkId, GuestPort::Options{}};
+  GuestPort self{10, "self", Port::kNoUplinkId, GuestPort::Options{}};
+  SwitchTable table;
+};
+
 constexpr Admission kAdmit = Admission::kAdmit;
 constexpr Admission kHold = Admission::kHold;
 constexpr Admission kRefuse = Admission::kRefuse;
@@ -48,12 +60,9 @@ TEST(SourceGuard, FixedAdmitsOnlyItsOwnUnicastMac) {
 // control side decides, and asks again after a refusal (the source's guest
 // may leave later); once it holds the MAC it is an ordinary fixed port.
 TEST(SourceGuard, AFixedPortWaitingForItsMacAsksForItAloneAndAgainAfterARefusal) {
-  GuestPort other(9, "other", Port::kNoUplinkId, GuestPort::Options{});
-  GuestPort self(10, "self", Port::kNoUplinkId, GuestPort::Options{});
-  SwitchTable table;
-  table.add(SwitchEntry{&other, 9, 0, PortKind::kGuest, Port::kNoUplinkId, mac(5)});
-  table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
-  table.finish(1);
+  const OtherOwnsMac5 ports;
+  const SwitchTable& table = ports.table;
+  const GuestPort& self = ports.self;
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kFixed, mac(5), false, &learner);
   EXPECT_FALSE(g.mac().has_value());
@@ -105,12 +114,9 @@ TEST(SourceGuard, LearnMoveFollowsTheGuestOneMoveAtATime) {
 }
 
 TEST(SourceGuard, AMacAnotherPortOwnsIsNeverAskedForAndCountedOncePerAttempt) {
-  GuestPort other(9, "other", Port::kNoUplinkId, GuestPort::Options{});
-  GuestPort self(10, "self", Port::kNoUplinkId, GuestPort::Options{});
-  SwitchTable table;
-  table.add(SwitchEntry{&other, 9, 0, PortKind::kGuest, Port::kNoUplinkId, mac(5)});
-  table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
-  table.finish(1);
+  const OtherOwnsMac5 ports;
+  const SwitchTable& table = ports.table;
+  const GuestPort& self = ports.self;
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kLearn, std::nullopt, true, &learner);
   EXPECT_EQ(g.admit(mac(5), &table, &self), Admission::kRefuseOwned)
@@ -124,12 +130,9 @@ TEST(SourceGuard, ALearnMovePortAsksForAHandOverAndHoldsUntilItIsDecided) {
   // Live migration on one node: the guest now sends from the port that
   // owned its MAC before. The control side decides (it grants the MAC only
   // when the owner's guest stopped); until then the frames wait.
-  GuestPort other(9, "other", Port::kNoUplinkId, GuestPort::Options{});
-  GuestPort self(10, "self", Port::kNoUplinkId, GuestPort::Options{});
-  SwitchTable table;
-  table.add(SwitchEntry{&other, 9, 0, PortKind::kGuest, Port::kNoUplinkId, mac(5)});
-  table.add(SwitchEntry{&self, 10, 0, PortKind::kGuest, Port::kNoUplinkId, std::nullopt});
-  table.finish(1);
+  const OtherOwnsMac5 ports;
+  const SwitchTable& table = ports.table;
+  const GuestPort& self = ports.self;
   RecordingLearner learner;
   SourceGuard g(MacPolicy::kLearnMove, std::nullopt, true, &learner);
   EXPECT_EQ(g.admit(mac(5), &table, &self), kHold) << "another port's until the hand-over";
