@@ -7,11 +7,10 @@ plugin's own rules (xdpvhost_dra.names: they become paths), numbers and
 MACs by type and range. What does not pass is a BindingError that names
 the field, never an unhandled exception."""
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
-from xdpvhost_dra import names
+from xdpvhost_dra import names, port_mac
 
 from .binding_error import BindingError
 
@@ -51,9 +50,6 @@ class VmiInterface:
         return f"ua-{self.name}"
 
 
-_MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$")
-
-
 def _object(where, value):
     """`value` when it is a JSON object (absent: empty), else a BindingError."""
     if value is None:
@@ -89,13 +85,15 @@ def _name(check, where, value):
 
 
 def mac_address(where, value):
-    """The MAC in the colon form libvirt writes, or None when absent."""
+    """The MAC in the colon form libvirt writes, or None when absent; the
+    DRA plugin's own rules (xdpvhost_dra.port_mac): six hex pairs, unicast,
+    not all zero."""
     if value in (None, ""):
         return None
-    if not isinstance(value, str) or not _MAC.match(value):
-        raise BindingError(f"{where} {str(value)[:40]!r} is not a MAC address "
-                           "(six hex pairs, ':' or '-')")
-    return value.replace("-", ":").lower()
+    try:
+        return port_mac.normalise(where, value)
+    except port_mac.MacError as e:
+        raise BindingError(str(e)) from e
 
 
 def _queue_count(spec):

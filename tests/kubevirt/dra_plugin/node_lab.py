@@ -48,16 +48,6 @@ def daemon_binary():
     return os.environ.get("XDPVHOSTD") or os.path.join(ROOT, "build", "daemon", "xdpvhostd")
 
 
-def daemon_takes_learned_macs():
-    """Whether xdpvhostd's port.add takes mac_policy and owner (and no mac):
-    proto/config.schema.json is what the daemon validates port.add with."""
-    proto = os.environ.get("XDPVHOST_PROTO") or os.path.join(ROOT, "proto")
-    with open(os.path.join(proto, "config.schema.json")) as f:
-        port = json.load(f)["$defs"]["port"]
-    return ("mac_policy" in port.get("properties", {}) and "owner" in port.get("properties", {})
-            and "mac" not in port.get("required", []))
-
-
 class Network:
     """Node and peer namespaces joined by veth pairs (one per uplink)."""
 

@@ -9,9 +9,9 @@ OpenAPI schema (made strict) in tests/kubevirt/schemas.
 Suites (--suite):
   base    registration, ResourceSlice, per-claim errors, unknown claims,
           the daemon going away: runs with any daemon.
-  ports   prepare/unprepare with the daemon's client port, idempotence,
-          restarts of the plugin and of the daemon: needs port.add to take
-          mac_policy "learn" without a mac, and owner.
+  ports   prepare/unprepare with the daemon's fixed-MAC client port, the
+          MAC through the sidecar into the domain, idempotence, restarts of
+          the plugin and of the daemon, 2000 reconcile passes.
   guest   a QEMU guest as virt-launcher starts it (vhost-user server at the
           prepared socket, as uid 107) pings through the uplink: as ports,
           and the guest image (XDPVHOST_GUEST_IMAGE_DIR).
@@ -49,13 +49,6 @@ GUEST_IP = "10.77.13.2"
 
 def needs_root():
     return unittest.skipUnless(os.geteuid() == 0, "needs root for namespaces and XDP")
-
-
-def needs_learned_macs():
-    return unittest.skipUnless(
-        lab.daemon_takes_learned_macs(),
-        "xdpvhostd's port.add does not take mac_policy/owner without a mac yet "
-        "(proto/config.schema.json $defs/port); the plugin sends them")
 
 
 # Run as another user: binds a unix socket with libvirt's QEMU umask (002),
@@ -405,7 +398,6 @@ class ClaimErrors(PluginTestCase):
 
 
 @needs_root()
-@needs_learned_macs()
 class PortLifecycle(PluginTestCase):
     tag = "port"
 
@@ -803,7 +795,6 @@ class PortLifecycle(PluginTestCase):
 
 
 @needs_root()
-@needs_learned_macs()
 class GuestTraffic(PluginTestCase):
     tag = "guest"
 

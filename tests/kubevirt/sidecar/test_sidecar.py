@@ -371,6 +371,8 @@ class SidecarTest(unittest.TestCase):
                                   "spec.domain.cpu is list, not an object"),
             "macAddress": (lambda sp, i, r: i.update(macAddress="02:00:00:00:00"),
                            "interface fast0: macAddress '02:00:00:00:00' is not a MAC address"),
+            "macAddress multicast": (lambda sp, i, r: i.update(macAddress="01:00:5E:00:00:01"),
+                                     "interface fast0: macAddress 01:00:5e:00:00:01 is a multicast"),
             "pciAddress slot": (lambda sp, i, r: i.update(pciAddress="0000:02:20.0"),
                                 "interface fast0: pciAddress '0000:02:20.0' is not"),
             "pciAddress sign": (lambda sp, i, r: i.update(pciAddress="0000:02:-1.0"),
