@@ -142,7 +142,8 @@ void GuestPortController::start_queue(vhost::QueueStart start) {
   }
 }
 
-std::optional<std::uint16_t> GuestPortController::stop_queue(std::uint32_t vring) {
+std::optional<std::uint16_t> GuestPortController::stop_queue(std::uint32_t vring,
+                                                             vhost::RingStop why) {
   const std::uint32_t pair = vring / 2;
   if ((vring & 1) == 0 && pair < rx_running_.size()) {
     rx_running_[pair] = false;
@@ -153,8 +154,8 @@ std::optional<std::uint16_t> GuestPortController::stop_queue(std::uint32_t vring
   ServiceThread* thread = &dataplane_.thread(group_thread(g));
   migration_.ring_stopped(device_.logging());
   // Nothing (call's R{}) if the thread is stalled.
-  return thread->call([thread, port, vring]() -> std::optional<std::uint16_t> {
-    const std::uint16_t base = port->stop_queue(vring);
+  return thread->call([thread, port, vring, why]() -> std::optional<std::uint16_t> {
+    const std::uint16_t base = port->stop_queue(vring, why);
     thread->wait_fds_changed();
     return base;
   });

@@ -120,7 +120,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
 
  private:
   void start_queue(vhost::QueueStart start) override;
-  std::optional<std::uint16_t> stop_queue(std::uint32_t vring) override;
+  std::optional<std::uint16_t> stop_queue(std::uint32_t vring, vhost::RingStop why) override;
   void set_mtu(std::uint32_t mtu) override;
   bool announce(const std::array<std::uint8_t, 6>& mac) override;
   bool request(const net::MacAddress& mac) noexcept override;

@@ -137,6 +137,7 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
   q.call = std::move(start.call);
   q.err = std::move(start.err);
   q.running = true;
+  if (!is_tx(vring)) rx_restarting_ = false;
   q.error_reported = false;
   q.short_valid = false;
   status_[vring].error.store(virtio::QueueError::kNone, std::memory_order_relaxed);
@@ -145,7 +146,7 @@ void GuestPort::start_queue(vhost::QueueStart&& start) {
     report_broken(q, vring);
   } else {
     // We are polling now; guest notifications are re-enabled before we sleep
-    // (TX) or not at all (RX: frames are dropped, not queued, without buffers).
+    // (TX, and RX while frames wait for its buffers: prepare_sleep).
     q.ring.disable_notifications();
   }
   refresh_queue_lists();
@@ -179,19 +180,22 @@ void GuestPort::forget_backlog() {
     counters().drop(DropReason::kPortNotReady, n);
   held_.store(0, std::memory_order_relaxed);
   blocked_rx_ = nullptr;
+  rx_restarting_ = false;
 }
 
-std::uint16_t GuestPort::stop_queue(std::uint32_t vring) {
+std::uint16_t GuestPort::stop_queue(std::uint32_t vring, vhost::RingStop why) {
   if (vring >= kMaxVrings) return 0;
   Queue& q = queues_[vring];
   if (!is_tx(vring)) {
     // A receive queue the guest disables (ethtool -L): frames held for the
-    // guest wait for its other ones. None left (the guest resets or goes):
-    // held frames are lost.
+    // guest wait for its other ones. None left: held frames wait for the
+    // ring's restart (a new call or kick fd), and are lost when the guest
+    // resets or goes.
     if (blocked_rx_ == &q) blocked_rx_ = nullptr;
     const bool other_rx = std::any_of(rx_vrings_.begin(), rx_vrings_.end(),
                                       [vring](std::uint32_t v) { return v != vring; });
-    if (!other_rx) forget_backlog();
+    if (!other_rx && why == vhost::RingStop::kRestart) rx_restarting_ = true;
+    if (!other_rx && why == vhost::RingStop::kForGood) forget_backlog();
   }
   if (!q.running) return q.ring.last_avail_idx();
   flush(q);  // seed 001: nothing stays pending across a stop
@@ -464,6 +468,7 @@ unsigned GuestPort::drain_backlog() {
 GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
   Queue* q = pick_rx_queue(frame);
   if (q == nullptr) {
+    if (rx_restarting_) return Delivery::kNoBuffer;  // held until the ring is back
     counters().drop(DropReason::kPortNotReady);
     return Delivery::kDone;
   }

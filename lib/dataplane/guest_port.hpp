@@ -55,7 +55,7 @@ class GuestPort final : public Port {
 
   // ---- commands (owning thread) ----
   void start_queue(vhost::QueueStart&& start);
-  std::uint16_t stop_queue(std::uint32_t vring);
+  std::uint16_t stop_queue(std::uint32_t vring, vhost::RingStop why = vhost::RingStop::kForGood);
   void set_mtu(std::uint32_t mtu) noexcept;
   void set_tunables(const PortTunables& t) noexcept {
     tunables_ = t;
@@ -211,6 +211,9 @@ class GuestPort final : public Port {
   // avail index then (drained again only once it moves).
   Queue* blocked_rx_ = nullptr;
   std::uint16_t blocked_avail_ = 0;
+  // The last receive ring stopped to restart (RingStop::kRestart) and has not
+  // started again: frames for the guest wait instead of being dropped.
+  bool rx_restarting_ = false;
   bool announce_pending_ = false;
   net::MacAddress announce_mac_;
 

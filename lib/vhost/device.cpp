@@ -427,10 +427,10 @@ bool Device::should_run(std::uint32_t index) const noexcept {
          (v.enabled || !protocol) && log_ok;
 }
 
-void Device::stop(std::uint32_t index) {
+void Device::stop(std::uint32_t index, RingStop why) {
   Vring& v = vrings_[index];
   if (!v.running) return;
-  const std::optional<std::uint16_t> base = backend_.stop_queue(index);
+  const std::optional<std::uint16_t> base = backend_.stop_queue(index, why);
   if (base) v.base = *base;
   v.base_known = base.has_value();
   v.running = false;
@@ -439,7 +439,7 @@ void Device::stop(std::uint32_t index) {
 void Device::refresh(std::uint32_t index, bool restart) {
   Vring& v = vrings_[index];
   const bool want = should_run(index);
-  if (v.running && (!want || restart)) stop(index);
+  if (v.running && (!want || restart)) stop(index, want ? RingStop::kRestart : RingStop::kForGood);
   if (!want || v.running) return;
   QueueStart start;
   start.vring = index;

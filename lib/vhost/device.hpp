@@ -120,7 +120,7 @@ class Device {
   // running ring to be handed over again (its configuration changed).
   void refresh(std::uint32_t index, bool restart = false);
   void refresh_all(bool restart);
-  void stop(std::uint32_t index);
+  void stop(std::uint32_t index, RingStop why = RingStop::kForGood);
   void reset_session();
 
   DeviceOptions options_;

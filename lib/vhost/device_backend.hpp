@@ -23,6 +23,12 @@ struct QueueStart {
   std::uint64_t features = 0;  // negotiated virtio features
 };
 
+// Why a ring stops. For good: GET_VRING_BASE, a disabled ring, a reset or the
+// end of the session. To restart: the frontend sent a new kick, call or err
+// fd, new addresses or features for a running ring, which starts again at
+// once where it stopped (the guest's ring goes on; frames held for it wait).
+enum class RingStop : std::uint8_t { kForGood, kRestart };
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -32,7 +38,7 @@ class DeviceBackend {
   // the datapath no longer touches the ring or its memory. Nothing if the
   // datapath did not stop it in time (its thread is stalled): where the ring
   // stopped is then unknown.
-  virtual std::optional<std::uint16_t> stop_queue(std::uint32_t vring) = 0;
+  virtual std::optional<std::uint16_t> stop_queue(std::uint32_t vring, RingStop why) = 0;
   // The frontend told the MTU it gave the guest (NET_SET_MTU).
   virtual void set_mtu(std::uint32_t mtu) = 0;
   // The guest moved here (SEND_RARP after a migration, the guest has no

@@ -254,7 +254,7 @@ class Backend final : public vhost::DeviceBackend {
     queues_[start.vring] = std::move(start);
     ++started;
   }
-  std::optional<std::uint16_t> stop_queue(std::uint32_t vring) override {
+  std::optional<std::uint16_t> stop_queue(std::uint32_t vring, vhost::RingStop) override {
     if (vring >= vrings_ || !queues_[vring]) violated("stop_queue of a ring that is not running");
     const std::uint16_t base = queues_[vring]->ring.last_avail_idx;
     queues_[vring].reset();

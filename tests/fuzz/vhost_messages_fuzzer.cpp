@@ -80,9 +80,9 @@ class PortBackend final : public vhost::DeviceBackend {
       thread_.wait_fds_changed();
     });
   }
-  std::optional<std::uint16_t> stop_queue(std::uint32_t vring) override {
+  std::optional<std::uint16_t> stop_queue(std::uint32_t vring, vhost::RingStop why) override {
     return thread_.call([&]() -> std::optional<std::uint16_t> {
-      const std::uint16_t base = port_.stop_queue(vring);
+      const std::uint16_t base = port_.stop_queue(vring, why);
       thread_.wait_fds_changed();
       return base;
     });

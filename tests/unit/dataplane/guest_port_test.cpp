@@ -180,6 +180,35 @@ TEST_F(GuestPortTest, HeldFramesAreCountedWhenTheGuestStopsItsReceiveQueue) {
   EXPECT_EQ(b->drops(DropReason::kPortNotReady), 2u);
 }
 
+// A frontend that sends a new call or kick fd restarts the ring (virtio_user
+// does, QEMU on a vhost-user reconnect of its chardev): the guest's ring goes
+// on, so frames held for it wait through the restart, and so do frames that
+// arrive while it is stopped.
+TEST_F(GuestPortTest, HeldFramesWaitThroughARingRestart) {
+  build();
+  std::vector<std::vector<std::uint8_t>> sent;
+  for (std::size_t i = 0; i < 3; ++i) {
+    sent.push_back(test::udp_frame(kMacB, kMacA, 60 + i));
+    a->guest.send(sent.back());
+  }
+  round();
+  ASSERT_EQ(b->port.held(), 3u);
+  auto restart = b->guest.start(0);
+  restart.ring.last_avail_idx = b->port.stop_queue(0, vhost::RingStop::kRestart);
+  sent.push_back(test::udp_frame(kMacB, kMacA, 99));
+  a->guest.send(sent.back());
+  round();  // b has no receive ring now
+  EXPECT_EQ(b->port.held(), 4u);
+  b->port.start_queue(std::move(restart));
+  b->guest.post_rx(8);
+  round();
+  auto got = b->guest.received();
+  ASSERT_EQ(got.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(got[i].bytes, sent[i]) << i;
+  EXPECT_EQ(b->port.held(), 0u);
+  EXPECT_EQ(b->drops(DropReason::kPortNotReady), 0u);
+}
+
 TEST_F(GuestPortTest, MergeableFrameSpreadsOverSeveralSmallBuffers) {
   build();
   b->guest.post_rx(10, 256);

@@ -24,14 +24,16 @@ using virtio::Feature;
 struct RecordingBackend : DeviceBackend {
   std::map<std::uint32_t, QueueStart> running;
   int starts = 0, stops = 0;
+  std::optional<RingStop> last_stop;
   std::optional<std::uint16_t> next_base = 0;  // nothing: as from a stalled thread
   std::uint32_t mtu = 0;
   void start_queue(QueueStart s) override {
     ++starts;
     running[s.vring] = std::move(s);
   }
-  std::optional<std::uint16_t> stop_queue(std::uint32_t vring) override {
+  std::optional<std::uint16_t> stop_queue(std::uint32_t vring, RingStop why) override {
     ++stops;
+    last_stop = why;
     running.erase(vring);
     return next_base;
   }
@@ -238,6 +240,7 @@ TEST_F(DeviceTest, GetVringBaseStopsTheRingAndReturnsTheDatapathsIndex) {
   EXPECT_EQ(s.index, 1u);
   EXPECT_EQ(s.num, 77u);
   EXPECT_EQ(backend.running.count(1), 0u);
+  EXPECT_EQ(backend.last_stop, RingStop::kForGood);
   // Stays stopped until the next kick fd, then resumes from 77.
   ASSERT_TRUE(send(state(Request::kSetVringEnable, 1, 1)).ok);
   EXPECT_EQ(backend.running.count(1), 0u);
@@ -268,6 +271,7 @@ TEST_F(DeviceTest, NewCallFdRestartsARunningRing) {
   c.fds.push_back(eventfd());
   ASSERT_TRUE(send(std::move(c)).ok);
   EXPECT_EQ(backend.stops, 1);
+  EXPECT_EQ(backend.last_stop, RingStop::kRestart) << "the guest's ring goes on";
   EXPECT_EQ(backend.starts, starts + 1);
   EXPECT_TRUE(backend.running[0].call.valid());
 }
@@ -384,6 +388,7 @@ TEST_F(DeviceTest, DisconnectStopsEveryRingAndForgetsTheSession) {
   ASSERT_EQ(backend.running.size(), 2u);
   device.disconnect();
   EXPECT_TRUE(backend.running.empty());
+  EXPECT_EQ(backend.last_stop, RingStop::kForGood);
   EXPECT_EQ(device.acked_features(), 0u);
   EXPECT_FALSE(device.has_memory());
   EXPECT_EQ(device.vrings()[0].num, 0u);

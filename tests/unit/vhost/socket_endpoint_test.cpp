@@ -29,13 +29,13 @@ using namespace std::chrono_literals;
 
 struct IdleBackend : DeviceBackend {
   void start_queue(QueueStart) override {}
-  std::optional<std::uint16_t> stop_queue(std::uint32_t) override { return 0; }
+  std::optional<std::uint16_t> stop_queue(std::uint32_t, RingStop) override { return 0; }
   void set_mtu(std::uint32_t) override {}
 };
 
 // Rings start; where they stopped is never known (a stalled service thread).
 struct StalledBackend : IdleBackend {
-  std::optional<std::uint16_t> stop_queue(std::uint32_t) override { return std::nullopt; }
+  std::optional<std::uint16_t> stop_queue(std::uint32_t, RingStop) override { return std::nullopt; }
 };
 
 sys::UniqueFd connect_to(const std::string& path) {
