@@ -37,9 +37,7 @@ bool pause_for(double seconds) {
 std::string code_name(const json& code) {
   if (!code.is_number_integer()) return "unknown";
   const int c = code.get<int>();
-  for (daemon::RpcErrorCode known : daemon::kAllRpcErrorCodes)
-    if (static_cast<int>(known) == c) return std::string(to_string(known));
-  return "unknown";
+  return sys::name_of(daemon::kRpcErrorCodes, static_cast<daemon::RpcErrorCode>(c));
 }
 
 }  // namespace

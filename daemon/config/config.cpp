@@ -9,6 +9,7 @@
 
 #include "config/config_rules.hpp"
 #include "schemas/schema_registry.hpp"
+#include "sys/enum_names.hpp"
 #include "sys/socket_directory.hpp"
 #include "sys/unix_socket_path.hpp"
 
@@ -196,30 +197,22 @@ std::string check_listen(const std::string& listen) {
 
 }  // namespace
 
+constexpr sys::EnumNames<LogLevel, 6> kLogLevelNames{{
+    {LogLevel::kTrace, "trace"},
+    {LogLevel::kDebug, "debug"},
+    {LogLevel::kInfo, "info"},
+    {LogLevel::kWarn, "warn"},
+    {LogLevel::kError, "error"},
+    {LogLevel::kOff, "off"},
+}};
+static_assert(sys::in_enum_order(kLogLevelNames, 6));
+
 std::string_view to_string(LogLevel level) {
-  switch (level) {
-    case LogLevel::kTrace:
-      return "trace";
-    case LogLevel::kDebug:
-      return "debug";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kWarn:
-      return "warn";
-    case LogLevel::kError:
-      return "error";
-    case LogLevel::kOff:
-      return "off";
-  }
-  return "info";
+  return sys::name_of(kLogLevelNames, level, "info");
 }
 
 std::optional<LogLevel> parse_log_level(std::string_view text) {
-  for (auto level : {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
-                     LogLevel::kError, LogLevel::kOff}) {
-    if (to_string(level) == text) return level;
-  }
-  return std::nullopt;
+  return sys::value_named(kLogLevelNames, text);
 }
 
 const PortConfig* Config::find_port(std::string_view name) const {

@@ -1,14 +1,13 @@
 #pragma once
-// The outcome of loading or changing configuration: a value, or an error
-// whose kind maps onto a JSON-RPC error code. Nothing in the config API
-// throws; a ConfigResult says what went wrong instead.
+// The outcome of loading or changing configuration: a value, or an error of
+// a kind (the control server maps each onto a JSON-RPC error code:
+// control/control_api.hpp's rpc_code). Nothing in the config API throws; a
+// ConfigResult says what went wrong instead.
 
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include "control/rpc_error_code.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -33,29 +32,6 @@ struct ConfigError {
   std::string message;
   // kSchema: every violation, one per entry (for error.data.errors).
   std::vector<std::string> details;
-
-  // The JSON-RPC error the control server answers with (kIo/kSyntax, which
-  // only file loading produces, map to kInvalidParams too).
-  RpcErrorCode rpc_code() const {
-    switch (kind) {
-      case ConfigErrorKind::kSocketPath:
-        return RpcErrorCode::kInvalidSocketPath;
-      case ConfigErrorKind::kNameInUse:
-        return RpcErrorCode::kNameInUse;
-      case ConfigErrorKind::kMacInUse:
-        return RpcErrorCode::kMacInUse;
-      case ConfigErrorKind::kSocketInUse:
-        return RpcErrorCode::kSocketInUse;
-      case ConfigErrorKind::kNotFound:
-        return RpcErrorCode::kNotFound;
-      case ConfigErrorKind::kInUse:
-        return RpcErrorCode::kInUse;
-      case ConfigErrorKind::kOperationFailed:
-        return RpcErrorCode::kOperationFailed;
-      default:
-        return RpcErrorCode::kInvalidParams;
-    }
-  }
 };
 
 template <class T>

@@ -43,8 +43,33 @@ RpcResult remove_named(const json& params, Remove&& remove, Baselines& baselines
 
 }  // namespace
 
+RpcErrorCode rpc_code(ConfigErrorKind kind) {
+  switch (kind) {
+    case ConfigErrorKind::kSocketPath:
+      return RpcErrorCode::kInvalidSocketPath;
+    case ConfigErrorKind::kNameInUse:
+      return RpcErrorCode::kNameInUse;
+    case ConfigErrorKind::kMacInUse:
+      return RpcErrorCode::kMacInUse;
+    case ConfigErrorKind::kSocketInUse:
+      return RpcErrorCode::kSocketInUse;
+    case ConfigErrorKind::kNotFound:
+      return RpcErrorCode::kNotFound;
+    case ConfigErrorKind::kInUse:
+      return RpcErrorCode::kInUse;
+    case ConfigErrorKind::kOperationFailed:
+      return RpcErrorCode::kOperationFailed;
+    case ConfigErrorKind::kIo:
+    case ConfigErrorKind::kSyntax:
+    case ConfigErrorKind::kSchema:
+    case ConfigErrorKind::kInvalid:
+      break;
+  }
+  return RpcErrorCode::kInvalidParams;
+}
+
 RpcError to_rpc_error(const ConfigError& error) {
-  RpcError e{error.rpc_code(), error.message, nullptr};
+  RpcError e{rpc_code(error.kind), error.message, nullptr};
   if (!error.details.empty()) e.data = json{{"errors", error.details}};
   return e;
 }

@@ -55,6 +55,9 @@ class ControlApi {
                                                const controller::UplinkController& uplink) const;
 };
 
+// The JSON-RPC error a config error is answered with (kIo/kSyntax, which
+// only file loading produces, map to kInvalidParams too).
+RpcErrorCode rpc_code(ConfigErrorKind kind);
 RpcError to_rpc_error(const ConfigError& error);
 
 }  // namespace xdpvhost::daemon

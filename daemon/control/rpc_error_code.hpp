@@ -5,6 +5,8 @@
 
 #include <string_view>
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::daemon {
 
 enum class RpcErrorCode : int {
@@ -23,53 +25,25 @@ enum class RpcErrorCode : int {
   kInUse = -32008,
 };
 
-inline constexpr RpcErrorCode kAllRpcErrorCodes[] = {
-    RpcErrorCode::kParseError,
-    RpcErrorCode::kInvalidRequest,
-    RpcErrorCode::kMethodNotFound,
-    RpcErrorCode::kInvalidParams,
-    RpcErrorCode::kInternalError,
-    RpcErrorCode::kNameInUse,
-    RpcErrorCode::kNotFound,
-    RpcErrorCode::kMacInUse,
-    RpcErrorCode::kInvalidSocketPath,
-    RpcErrorCode::kRequestTooLarge,
-    RpcErrorCode::kOperationFailed,
-    RpcErrorCode::kSocketInUse,
-    RpcErrorCode::kInUse,
-};
+// Every code with the snake_case name errors.json gives it.
+inline constexpr sys::EnumNames<RpcErrorCode, 13> kRpcErrorCodes{{
+    {RpcErrorCode::kParseError, "parse_error"},
+    {RpcErrorCode::kInvalidRequest, "invalid_request"},
+    {RpcErrorCode::kMethodNotFound, "method_not_found"},
+    {RpcErrorCode::kInvalidParams, "invalid_params"},
+    {RpcErrorCode::kInternalError, "internal_error"},
+    {RpcErrorCode::kNameInUse, "name_in_use"},
+    {RpcErrorCode::kNotFound, "not_found"},
+    {RpcErrorCode::kMacInUse, "mac_in_use"},
+    {RpcErrorCode::kInvalidSocketPath, "invalid_socket_path"},
+    {RpcErrorCode::kRequestTooLarge, "request_too_large"},
+    {RpcErrorCode::kOperationFailed, "operation_failed"},
+    {RpcErrorCode::kSocketInUse, "socket_in_use"},
+    {RpcErrorCode::kInUse, "in_use"},
+}};
 
-// The snake_case name errors.json gives the code.
 constexpr std::string_view to_string(RpcErrorCode code) {
-  switch (code) {
-    case RpcErrorCode::kParseError:
-      return "parse_error";
-    case RpcErrorCode::kInvalidRequest:
-      return "invalid_request";
-    case RpcErrorCode::kMethodNotFound:
-      return "method_not_found";
-    case RpcErrorCode::kInvalidParams:
-      return "invalid_params";
-    case RpcErrorCode::kInternalError:
-      return "internal_error";
-    case RpcErrorCode::kNameInUse:
-      return "name_in_use";
-    case RpcErrorCode::kNotFound:
-      return "not_found";
-    case RpcErrorCode::kMacInUse:
-      return "mac_in_use";
-    case RpcErrorCode::kInvalidSocketPath:
-      return "invalid_socket_path";
-    case RpcErrorCode::kRequestTooLarge:
-      return "request_too_large";
-    case RpcErrorCode::kOperationFailed:
-      return "operation_failed";
-    case RpcErrorCode::kSocketInUse:
-      return "socket_in_use";
-    case RpcErrorCode::kInUse:
-      return "in_use";
-  }
-  return "unknown";
+  return sys::name_of(kRpcErrorCodes, code);
 }
 
 }  // namespace xdpvhost::daemon

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "net/ethernet.hpp"
+#include "sys/enum_names.hpp"
 #include "sys/log_rate.hpp"
 #include "xsk/umem.hpp"
 
@@ -12,18 +13,19 @@ namespace xdpvhost::controller {
 
 using dataplane::ServiceThread;
 
-namespace {}  // namespace
+namespace {
+
+constexpr sys::EnumNames<LinkState, 3> kLinkStateNames{{
+    {LinkState::kUp, "up"},
+    {LinkState::kDown, "down"},
+    {LinkState::kAbsent, "absent"},
+}};
+static_assert(sys::in_enum_order(kLinkStateNames, 3));
+
+}  // namespace
 
 const char* to_string(LinkState state) {
-  switch (state) {
-    case LinkState::kUp:
-      return "up";
-    case LinkState::kDown:
-      return "down";
-    case LinkState::kAbsent:
-      return "absent";
-  }
-  return "absent";
+  return sys::name_of(kLinkStateNames, state, "absent");
 }
 
 UplinkController::UplinkController(Dataplane& dataplane, boost::asio::io_context& io,

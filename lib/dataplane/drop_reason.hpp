@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::dataplane {
 
 enum class DropReason : std::uint8_t {
@@ -33,46 +35,29 @@ enum class DropReason : std::uint8_t {
 
 inline constexpr std::size_t kDropReasons = static_cast<std::size_t>(DropReason::kCount);
 
+inline constexpr sys::EnumNames<DropReason, 17> kDropReasonNames{{
+    {DropReason::kNoRxBuffer, "no_rx_buffer"},
+    {DropReason::kRxBufferTooSmall, "rx_buffer_too_small"},
+    {DropReason::kQueueBroken, "queue_broken"},
+    {DropReason::kPortNotReady, "port_not_ready"},
+    {DropReason::kUnknownDestination, "unknown_destination"},
+    {DropReason::kOversize, "oversize"},
+    {DropReason::kMalformed, "malformed"},
+    {DropReason::kBadOffload, "bad_offload"},
+    {DropReason::kHairpin, "hairpin"},
+    {DropReason::kMailboxFull, "mailbox_full"},
+    {DropReason::kPortGone, "port_gone"},
+    {DropReason::kUplinkDown, "uplink_down"},
+    {DropReason::kUplinkTxFull, "uplink_tx_full"},
+    {DropReason::kSpoofedSource, "spoofed_source"},
+    {DropReason::kFloodLimited, "flood_limited"},
+    {DropReason::kUplinkRefused, "uplink_refused"},
+    {DropReason::kMailboxShare, "mailbox_share"},
+}};
+static_assert(sys::in_enum_order(kDropReasonNames, kDropReasons));
+
 constexpr const char* to_string(DropReason r) {
-  switch (r) {
-    case DropReason::kNoRxBuffer:
-      return "no_rx_buffer";
-    case DropReason::kRxBufferTooSmall:
-      return "rx_buffer_too_small";
-    case DropReason::kQueueBroken:
-      return "queue_broken";
-    case DropReason::kPortNotReady:
-      return "port_not_ready";
-    case DropReason::kUnknownDestination:
-      return "unknown_destination";
-    case DropReason::kOversize:
-      return "oversize";
-    case DropReason::kMalformed:
-      return "malformed";
-    case DropReason::kBadOffload:
-      return "bad_offload";
-    case DropReason::kHairpin:
-      return "hairpin";
-    case DropReason::kMailboxFull:
-      return "mailbox_full";
-    case DropReason::kPortGone:
-      return "port_gone";
-    case DropReason::kUplinkDown:
-      return "uplink_down";
-    case DropReason::kUplinkTxFull:
-      return "uplink_tx_full";
-    case DropReason::kSpoofedSource:
-      return "spoofed_source";
-    case DropReason::kFloodLimited:
-      return "flood_limited";
-    case DropReason::kUplinkRefused:
-      return "uplink_refused";
-    case DropReason::kMailboxShare:
-      return "mailbox_share";
-    case DropReason::kCount:
-      break;
-  }
-  return "unknown";
+  return sys::name_of(kDropReasonNames, r);
 }
 
 }  // namespace xdpvhost::dataplane

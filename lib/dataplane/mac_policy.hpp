@@ -14,6 +14,8 @@
 #include <optional>
 #include <string_view>
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::dataplane {
 
 enum class MacPolicy : std::uint8_t { kFixed, kLearn, kLearnMove };
@@ -27,22 +29,18 @@ struct LearnRequestRate {
 };
 
 // "fixed" / "learn" / "learn-move": the config file's spelling.
+inline constexpr sys::EnumNames<MacPolicy, 3> kMacPolicyNames{{
+    {MacPolicy::kFixed, "fixed"},
+    {MacPolicy::kLearn, "learn"},
+    {MacPolicy::kLearnMove, "learn-move"},
+}};
+static_assert(sys::in_enum_order(kMacPolicyNames, 3));
+
 constexpr const char* to_string(MacPolicy policy) noexcept {
-  switch (policy) {
-    case MacPolicy::kFixed:
-      return "fixed";
-    case MacPolicy::kLearn:
-      return "learn";
-    case MacPolicy::kLearnMove:
-      return "learn-move";
-  }
-  return "fixed";
+  return sys::name_of(kMacPolicyNames, policy, "fixed");
 }
 constexpr std::optional<MacPolicy> parse_mac_policy(std::string_view text) noexcept {
-  if (text == "fixed") return MacPolicy::kFixed;
-  if (text == "learn") return MacPolicy::kLearn;
-  if (text == "learn-move") return MacPolicy::kLearnMove;
-  return std::nullopt;
+  return sys::value_named(kMacPolicyNames, text);
 }
 
 }  // namespace xdpvhost::dataplane

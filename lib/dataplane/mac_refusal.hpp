@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::dataplane {
 
 enum class MacRefusal : std::uint8_t {
@@ -22,13 +24,17 @@ enum class MacRefusal : std::uint8_t {
 
 inline constexpr std::size_t kMacRefusals = static_cast<std::size_t>(MacRefusal::kCount);
 
-// The counter names, in the enum's order.
-inline constexpr std::array<const char*, kMacRefusals> kMacRefusalNames{
-    "another_port", "node_address", "seen_on_wire", "outside_prefixes", "rate_limited"};
+inline constexpr sys::EnumNames<MacRefusal, kMacRefusals> kMacRefusalNames{{
+    {MacRefusal::kAnotherPort, "another_port"},
+    {MacRefusal::kNodeAddress, "node_address"},
+    {MacRefusal::kSeenOnWire, "seen_on_wire"},
+    {MacRefusal::kOutsidePrefixes, "outside_prefixes"},
+    {MacRefusal::kRateLimited, "rate_limited"},
+}};
+static_assert(sys::in_enum_order(kMacRefusalNames, kMacRefusals));
 
 constexpr const char* to_string(MacRefusal r) {
-  const auto i = static_cast<std::size_t>(r);
-  return i < kMacRefusals ? kMacRefusalNames[i] : "unknown";
+  return sys::name_of(kMacRefusalNames, r);
 }
 
 }  // namespace xdpvhost::dataplane

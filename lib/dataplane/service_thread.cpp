@@ -45,7 +45,6 @@ ServiceThread::~ServiceThread() {
 void ServiceThread::connect(const std::vector<ServiceThread*>& all) {
   peers_ = all;
   inboxes_.clear();
-  std::vector<Mailbox*> none;
   for (std::size_t i = 0; i < all.size(); ++i)
     inboxes_.push_back(i == index_ ? nullptr : std::make_unique<Mailbox>());
 }

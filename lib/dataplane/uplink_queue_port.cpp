@@ -60,7 +60,6 @@ void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
   umem_ = std::move(umem);
   socket_ = std::move(socket);
   tx_reserved_ = 0;
-  tx_needs_kick_ = false;
   // Jumbo segments are made here before they are cut into UMEM frames.
   tx_scratch_.resize(socket_->multi_buffer() ? kMaxJumboFrame : 0);
   const std::uint32_t budget = std::min(kTxBudget, socket_->config().tx_size);

@@ -147,7 +147,6 @@ class UplinkQueuePort final : public Port {
   // may not implement the request, and its capability is not read yet).
   bool tx_checksum_offload_ = false;
   std::uint32_t tx_reserved_ = 0;  // descriptors written but not submitted
-  bool tx_needs_kick_ = false;
 
   // Seed 002: busy polling the NIC's NAPI context.
   bool napi_active_ = false;

@@ -1,6 +1,7 @@
 #include "net/packet_headers.hpp"
 
 #include "net/byte_order.hpp"
+#include "sys/enum_names.hpp"
 
 namespace xdpvhost::net {
 namespace {
@@ -156,28 +157,26 @@ HeaderBytes::HeaderBytes(const ByteSpans& frame) noexcept {
   }
 }
 
+namespace {
+
+constexpr sys::EnumNames<ParseError, 9> kParseErrorNames{{
+    {ParseError::none, "none"},
+    {ParseError::truncated_ethernet, "truncated_ethernet"},
+    {ParseError::truncated_ip, "truncated_ip"},
+    {ParseError::bad_ip_header, "bad_ip_header"},
+    {ParseError::bad_ip_length, "bad_ip_length"},
+    {ParseError::ipv6_ext_unsupported, "ipv6_ext_unsupported"},
+    {ParseError::truncated_l4, "truncated_l4"},
+    {ParseError::bad_tcp_header, "bad_tcp_header"},
+    {ParseError::headers_too_long, "headers_too_long"},
+}};
+static_assert(sys::in_enum_order(kParseErrorNames,
+                                 static_cast<std::size_t>(ParseError::headers_too_long) + 1));
+
+}  // namespace
+
 const char* parse_error_name(ParseError e) noexcept {
-  switch (e) {
-    case ParseError::none:
-      return "none";
-    case ParseError::truncated_ethernet:
-      return "truncated_ethernet";
-    case ParseError::truncated_ip:
-      return "truncated_ip";
-    case ParseError::bad_ip_header:
-      return "bad_ip_header";
-    case ParseError::bad_ip_length:
-      return "bad_ip_length";
-    case ParseError::ipv6_ext_unsupported:
-      return "ipv6_ext_unsupported";
-    case ParseError::truncated_l4:
-      return "truncated_l4";
-    case ParseError::bad_tcp_header:
-      return "bad_tcp_header";
-    case ParseError::headers_too_long:
-      return "headers_too_long";
-  }
-  return "unknown";
+  return sys::name_of(kParseErrorNames, e);
 }
 
 }  // namespace xdpvhost::net

@@ -2,22 +2,25 @@
 
 #include <linux/if.h>
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::nic {
 
+namespace {
+
+constexpr sys::EnumNames<LinkEvent::Kind, 5> kKindNames{{
+    {LinkEvent::Kind::kAdded, "added"},
+    {LinkEvent::Kind::kUp, "up"},
+    {LinkEvent::Kind::kDown, "down"},
+    {LinkEvent::Kind::kRenamed, "renamed"},
+    {LinkEvent::Kind::kDeleted, "deleted"},
+}};
+static_assert(sys::in_enum_order(kKindNames, 5));
+
+}  // namespace
+
 const char* to_string(LinkEvent::Kind kind) {
-  switch (kind) {
-    case LinkEvent::Kind::kAdded:
-      return "added";
-    case LinkEvent::Kind::kUp:
-      return "up";
-    case LinkEvent::Kind::kDown:
-      return "down";
-    case LinkEvent::Kind::kRenamed:
-      return "renamed";
-    case LinkEvent::Kind::kDeleted:
-      return "deleted";
-  }
-  return "unknown";
+  return sys::name_of(kKindNames, kind);
 }
 
 namespace {

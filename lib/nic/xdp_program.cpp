@@ -16,28 +16,34 @@
 #include <ctime>
 #include <vector>
 
+#include "sys/enum_names.hpp"
 #include "sys/unique_fd.hpp"
 #include "xdp_steer_abi.h"
 
 namespace xdpvhost::nic {
 
+namespace {
+
+constexpr sys::EnumNames<XdpModeRequest, 3> kModeNames{{
+    {XdpModeRequest::kAuto, "auto"},
+    {XdpModeRequest::kNative, "native"},
+    {XdpModeRequest::kSkb, "skb"},
+}};
+static_assert(sys::in_enum_order(kModeNames, 3));
+// iproute2's words for the same modes.
+constexpr sys::EnumNames<XdpModeRequest, 2> kModeAliases{{
+    {XdpModeRequest::kNative, "drv"},
+    {XdpModeRequest::kSkb, "generic"},
+}};
+
+}  // namespace
+
 std::optional<XdpModeRequest> parse_xdp_mode(std::string_view text) {
-  if (text == "auto") return XdpModeRequest::kAuto;
-  if (text == "native" || text == "drv") return XdpModeRequest::kNative;
-  if (text == "skb" || text == "generic") return XdpModeRequest::kSkb;
-  return std::nullopt;
+  return sys::value_named(kModeNames, text, kModeAliases);
 }
 
 const char* to_string(XdpModeRequest mode) {
-  switch (mode) {
-    case XdpModeRequest::kAuto:
-      return "auto";
-    case XdpModeRequest::kNative:
-      return "native";
-    case XdpModeRequest::kSkb:
-      return "skb";
-  }
-  return "unknown";
+  return sys::name_of(kModeNames, mode);
 }
 
 const char* to_string(XdpMode mode) {

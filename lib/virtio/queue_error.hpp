@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::virtio {
 
 enum class QueueError : std::uint8_t {
@@ -32,56 +34,34 @@ enum class QueueError : std::uint8_t {
   kCount
 };
 
+inline constexpr sys::EnumNames<QueueError, 22> kQueueErrorNames{{
+    {QueueError::kNone, "none"},
+    {QueueError::kRingSize, "ring_size"},
+    {QueueError::kRingAddress, "ring_address"},
+    {QueueError::kRingMisaligned, "ring_misaligned"},
+    {QueueError::kAvailIndexJump, "avail_index_jump"},
+    {QueueError::kHeadOutOfRange, "head_out_of_range"},
+    {QueueError::kNextOutOfRange, "next_out_of_range"},
+    {QueueError::kDescriptorLoop, "descriptor_loop"},
+    {QueueError::kChainTooLong, "chain_too_long"},
+    {QueueError::kNestedIndirect, "nested_indirect"},
+    {QueueError::kIndirectLength, "indirect_length"},
+    {QueueError::kIndirectWithNext, "indirect_with_next"},
+    {QueueError::kBufferOutOfRange, "buffer_out_of_range"},
+    {QueueError::kReadableAfterWritable, "readable_after_writable"},
+    {QueueError::kUnexpectedWritable, "unexpected_writable"},
+    {QueueError::kUnexpectedReadable, "unexpected_readable"},
+    {QueueError::kTooManyDescriptors, "too_many_descriptors"},
+    {QueueError::kEmptyChain, "empty_chain"},
+    {QueueError::kMemoryTruncated, "memory_truncated"},
+    {QueueError::kLogOutOfRange, "log_out_of_range"},
+    {QueueError::kBeyondAnyFrame, "beyond_any_frame"},
+    {QueueError::kEventfdBlocks, "eventfd_blocks"},
+}};
+static_assert(sys::in_enum_order(kQueueErrorNames, static_cast<std::size_t>(QueueError::kCount)));
+
 constexpr const char* to_string(QueueError e) {
-  switch (e) {
-    case QueueError::kNone:
-      return "none";
-    case QueueError::kRingSize:
-      return "ring_size";
-    case QueueError::kRingAddress:
-      return "ring_address";
-    case QueueError::kRingMisaligned:
-      return "ring_misaligned";
-    case QueueError::kAvailIndexJump:
-      return "avail_index_jump";
-    case QueueError::kHeadOutOfRange:
-      return "head_out_of_range";
-    case QueueError::kNextOutOfRange:
-      return "next_out_of_range";
-    case QueueError::kDescriptorLoop:
-      return "descriptor_loop";
-    case QueueError::kChainTooLong:
-      return "chain_too_long";
-    case QueueError::kNestedIndirect:
-      return "nested_indirect";
-    case QueueError::kIndirectLength:
-      return "indirect_length";
-    case QueueError::kIndirectWithNext:
-      return "indirect_with_next";
-    case QueueError::kBufferOutOfRange:
-      return "buffer_out_of_range";
-    case QueueError::kReadableAfterWritable:
-      return "readable_after_writable";
-    case QueueError::kUnexpectedWritable:
-      return "unexpected_writable";
-    case QueueError::kUnexpectedReadable:
-      return "unexpected_readable";
-    case QueueError::kTooManyDescriptors:
-      return "too_many_descriptors";
-    case QueueError::kEmptyChain:
-      return "empty_chain";
-    case QueueError::kMemoryTruncated:
-      return "memory_truncated";
-    case QueueError::kLogOutOfRange:
-      return "log_out_of_range";
-    case QueueError::kBeyondAnyFrame:
-      return "beyond_any_frame";
-    case QueueError::kEventfdBlocks:
-      return "eventfd_blocks";
-    case QueueError::kCount:
-      break;
-  }
-  return "unknown";
+  return sys::name_of(kQueueErrorNames, e);
 }
 
 }  // namespace xdpvhost::virtio

@@ -6,28 +6,27 @@
 #include <optional>
 #include <string_view>
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::xsk {
 
 enum class BindMode : std::uint8_t { kAuto, kZeroCopy, kCopy };
 
 // "auto" / "zerocopy" / "copy": the config file's and the control protocol's
 // spelling ("zero-copy" is read too).
+inline constexpr sys::EnumNames<BindMode, 3> kBindModeNames{{
+    {BindMode::kAuto, "auto"},
+    {BindMode::kZeroCopy, "zerocopy"},
+    {BindMode::kCopy, "copy"},
+}};
+static_assert(sys::in_enum_order(kBindModeNames, 3));
+inline constexpr sys::EnumNames<BindMode, 1> kBindModeAliases{{{BindMode::kZeroCopy, "zero-copy"}}};
+
 constexpr const char* to_string(BindMode mode) noexcept {
-  switch (mode) {
-    case BindMode::kAuto:
-      return "auto";
-    case BindMode::kZeroCopy:
-      return "zerocopy";
-    case BindMode::kCopy:
-      return "copy";
-  }
-  return "auto";
+  return sys::name_of(kBindModeNames, mode, "auto");
 }
 constexpr std::optional<BindMode> parse_bind_mode(std::string_view text) noexcept {
-  if (text == "auto") return BindMode::kAuto;
-  if (text == "zerocopy" || text == "zero-copy") return BindMode::kZeroCopy;
-  if (text == "copy") return BindMode::kCopy;
-  return std::nullopt;
+  return sys::value_named(kBindModeNames, text, kBindModeAliases);
 }
 
 }  // namespace xdpvhost::xsk

@@ -1,19 +1,23 @@
 #include "xsk/starvation_detector.hpp"
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::xsk {
 
+namespace {
+
+constexpr sys::EnumNames<StarvationCause, 4> kCauseNames{{
+    {StarvationCause::kNone, "none"},
+    {StarvationCause::kNoDelivery, "no_delivery"},
+    {StarvationCause::kFillRingEmpty, "fill_ring_empty"},
+    {StarvationCause::kRxRingFull, "rx_ring_full"},
+}};
+static_assert(sys::in_enum_order(kCauseNames, 4));
+
+}  // namespace
+
 const char* to_string(StarvationCause cause) {
-  switch (cause) {
-    case StarvationCause::kNone:
-      return "none";
-    case StarvationCause::kNoDelivery:
-      return "no_delivery";
-    case StarvationCause::kFillRingEmpty:
-      return "fill_ring_empty";
-    case StarvationCause::kRxRingFull:
-      return "rx_ring_full";
-  }
-  return "unknown";
+  return sys::name_of(kCauseNames, cause);
 }
 
 StarvationDetector::StarvationDetector(const StarvationConfig& config) : config_(config) {

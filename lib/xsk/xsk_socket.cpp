@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/enum_names.hpp"
 #include "xsk/ring_mapping.hpp"
 
 #ifndef SOL_XDP
@@ -18,22 +19,22 @@
 
 namespace xdpvhost::xsk {
 
+namespace {
+
+constexpr sys::EnumNames<WakeupResult, 6> kWakeupNames{{
+    {WakeupResult::kOk, "ok"},
+    {WakeupResult::kAgain, "again"},
+    {WakeupResult::kBusy, "busy"},
+    {WakeupResult::kNoBuffers, "no_buffers"},
+    {WakeupResult::kNetDown, "net_down"},
+    {WakeupResult::kError, "error"},
+}};
+static_assert(sys::in_enum_order(kWakeupNames, 6));
+
+}  // namespace
+
 const char* to_string(WakeupResult result) {
-  switch (result) {
-    case WakeupResult::kOk:
-      return "ok";
-    case WakeupResult::kAgain:
-      return "again";
-    case WakeupResult::kBusy:
-      return "busy";
-    case WakeupResult::kNoBuffers:
-      return "no_buffers";
-    case WakeupResult::kNetDown:
-      return "net_down";
-    case WakeupResult::kError:
-      return "error";
-  }
-  return "unknown";
+  return sys::name_of(kWakeupNames, result);
 }
 
 namespace {

@@ -168,7 +168,6 @@ TEST(Config, SchemaErrorsNameTheFieldAndListEveryViolation) {
       {"tunables", {{"signal_batch", 0}}}};
   ConfigError e = refused(doc);
   EXPECT_EQ(e.kind, ConfigErrorKind::kSchema);
-  EXPECT_EQ(e.rpc_code(), RpcErrorCode::kInvalidParams);
   ASSERT_EQ(e.details.size(), 4u) << e.message;
   EXPECT_EQ(e.details[0],
             "ports[0].mac: \"52:54\" does not match ^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$");
@@ -291,7 +290,6 @@ TEST(Config, SocketPathMustFitSunPath) {
   p["socket"] = long_path;
   ConfigError e = refused({{"ports", {p}}});
   EXPECT_EQ(e.kind, ConfigErrorKind::kSocketPath);
-  EXPECT_EQ(e.rpc_code(), RpcErrorCode::kInvalidSocketPath);
   EXPECT_EQ(e.message,
             "ports[0].socket: is 108 bytes long, a unix socket path (sun_path) holds at most 107");
 
@@ -455,7 +453,7 @@ TEST(Config, ParsePortForPortAdd) {
   bad = parse_port(
       {{"name", "vm3"}, {"socket", "/" + std::string(200, 'x')}, {"mac", "52:54:00:00:00:03"}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().rpc_code(), RpcErrorCode::kInvalidSocketPath);
+  EXPECT_EQ(bad.error().kind, ConfigErrorKind::kSocketPath);
   EXPECT_EQ(bad.error().message.rfind("params.socket: is 201 bytes long", 0), 0u);
 
   bad = parse_port(json::array(), "ports[4]");
