@@ -8,7 +8,7 @@
 
 #include "exit_code.hpp"
 #include "human_views.hpp"
-#include "control/rpc_error_code.hpp"
+#include "proto/rpc_error_code.hpp"
 #include "stats_view.hpp"
 
 namespace xdpvhost::ctl {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "control/rpc_error_code.hpp"
+#include "proto/rpc_error_code.hpp"
 #include "schemas/schema_registry.hpp"
 
 namespace xdpvhost::daemon {

@@ -52,7 +52,7 @@
 #include <nlohmann/json.hpp>
 
 #include "control/control_server.hpp"
-#include "control/rpc_error_code.hpp"
+#include "proto/rpc_error_code.hpp"
 #include "fuzz_bytes.hpp"
 #include "json_schema/json_nesting.hpp"
 #include "sys/unique_fd.hpp"

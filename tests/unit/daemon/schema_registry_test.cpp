@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "control/rpc_error_code.hpp"
+#include "proto/rpc_error_code.hpp"
 
 namespace xdpvhost::daemon {
 namespace {
