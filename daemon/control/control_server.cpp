@@ -156,8 +156,7 @@ ControlServer::ControlServer(boost::asio::io_context& io, Options options, Handl
     : io_(io),
       options_(std::move(options)),
       handler_(std::move(handler)),
-      too_large_(std::move(too_large)),
-      accept_timer_(io) {}
+      too_large_(std::move(too_large)) {}
 
 ControlServer::~ControlServer() {
   stop();
@@ -192,12 +191,14 @@ bool ControlServer::start(std::string& error) {
   }
   listener.fd.release();  // the acceptor owns it now
   listener_ = std::move(listener);
-  accept();
+  accept_loop_.emplace(*acceptor_, "control socket", options_.accept_backoff,
+                       [this](stream_protocol::socket socket) { admit(std::move(socket)); });
+  accept_loop_->start();
   return true;
 }
 
 void ControlServer::stop() {
-  accept_timer_.cancel();
+  accept_loop_.reset();
   if (acceptor_) {
     boost::system::error_code ignored;
     acceptor_->close(ignored);
@@ -261,30 +262,6 @@ void ControlServer::admit(stream_protocol::socket socket) {
   auto session = std::make_shared<Session>(*this, std::move(socket));
   sessions_.insert(session);
   session->start();
-}
-
-void ControlServer::accept() {
-  // A completion already queued when the server goes (a reload destroys it in
-  // the same pass of the io_context) still runs, with success: `alive` says
-  // whether `this` is still there.
-  acceptor_->async_accept([this, alive = std::weak_ptr<int>(alive_)](
-                              const boost::system::error_code& ec, stream_protocol::socket socket) {
-    if (alive.expired() || ec == boost::asio::error::operation_aborted || !acceptor_) return;
-    if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE ||
-        ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory) {
-      // The connection stays queued: accepting again at once would spin.
-      if (sys::worth_logging(++accept_failures_))
-        spdlog::warn("control socket: cannot accept: {}; trying again in {} ms (#{})", ec.message(),
-                     options_.accept_backoff.count(), accept_failures_);
-      accept_timer_.expires_after(options_.accept_backoff);
-      accept_timer_.async_wait([this, alive](const boost::system::error_code& wait_error) {
-        if (!alive.expired() && !wait_error && acceptor_) accept();
-      });
-      return;
-    }
-    if (!ec) admit(std::move(socket));
-    accept();
-  });
 }
 
 void ControlServer::close(const std::shared_ptr<Session>& session) {

@@ -13,8 +13,8 @@
 // root's: others are refused once max_clients - 1 are connected, and when
 // every slot is taken a root client still gets in, in place of the client
 // idle longest (the liveness probe's `xdpvhostctl status` always answers).
-// When accept() runs out of fds the listener rests for accept_backoff
-// instead of spinning.
+// Connections are accepted by the one accept loop (sys::AcceptLoop: when
+// accept() runs out of fds it rests for accept_backoff instead of spinning).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -28,6 +28,7 @@
 #include <set>
 #include <string>
 
+#include "sys/accept_loop.hpp"
 #include "sys/unix_socket_path.hpp"
 
 namespace xdpvhost::daemon {
@@ -65,7 +66,6 @@ class ControlServer {
 
  private:
   class Session;
-  void accept();
   void admit(boost::asio::local::stream_protocol::socket socket);
   // Whether the peer of `fd` may use the control socket; `who` describes it.
   bool allowed(int fd, bool& is_root, std::string& who) const;
@@ -77,16 +77,12 @@ class ControlServer {
   TooLarge too_large_;
   std::optional<boost::asio::local::stream_protocol::acceptor> acceptor_;
   sys::UnixListener listener_;  // the socket file (the acceptor owns the fd)
+  std::optional<sys::AcceptLoop<boost::asio::local::stream_protocol>> accept_loop_;
   std::optional<gid_t> group_;
-  boost::asio::steady_timer accept_timer_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::uint64_t refused_ = 0;
   std::uint64_t refused_peers_ = 0;
-  std::uint64_t accept_failures_ = 0;
   std::uint64_t evicted_ = 0;
-  // Expires with the server: handlers of the acceptor and the back-off timer
-  // hold a weak_ptr to it (a completion queued before the destructor runs).
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace xdpvhost::daemon

@@ -157,7 +157,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 };
 
 HttpServer::HttpServer(boost::asio::io_context& io, Options options, Handler handler)
-    : io_(io), options_(std::move(options)), handler_(std::move(handler)), retry_(io) {}
+    : io_(io), options_(std::move(options)), handler_(std::move(handler)) {}
 
 HttpServer::~HttpServer() {
   stop();
@@ -185,12 +185,14 @@ bool HttpServer::start(std::string& error) {
     acceptor_.reset();
     return false;
   }
-  accept();
+  accept_loop_.emplace(*acceptor_, "metrics listener", std::chrono::milliseconds(100),
+                       [this](tcp::socket socket) { admit(std::move(socket)); });
+  accept_loop_->start();
   return true;
 }
 
 void HttpServer::stop() {
-  retry_.cancel();
+  accept_loop_.reset();
   if (acceptor_) {
     boost::system::error_code ignored;
     acceptor_->close(ignored);
@@ -207,46 +209,24 @@ std::uint16_t HttpServer::bound_port() const {
   return ec ? 0 : endpoint.port();
 }
 
-void HttpServer::accept() {
-  // A completion already queued when the server goes (a reload destroys it in
-  // the same pass of the io_context) still runs, with success: `alive` says
-  // whether `this` is still there.
-  acceptor_->async_accept([this, alive = std::weak_ptr<int>(alive_)](
-                              const boost::system::error_code& ec, tcp::socket socket) {
-    if (alive.expired() || ec == boost::asio::error::operation_aborted || !acceptor_) return;
-    if (!ec) {
-      boost::system::error_code peer_error;
-      const auto peer = socket.remote_endpoint(peer_error).address();
-      if (peer_error) {
-        // Gone already (reset before we got to it): nothing to serve.
-      } else if (!make_room(peer)) {
-        // Best effort, never blocking: the client learns why and is closed.
-        ++refused_;
-        static const Response busy =
-            to_message(error_response(503, "too many connections"), false, false);
-        boost::system::error_code ignored;
-        socket.non_blocking(true, ignored);
-        http::write(socket, busy, ignored);
-        socket.close(ignored);
-      } else {
-        auto session = std::make_shared<Session>(*this, std::move(socket), peer);
-        sessions_.insert(session);
-        session->start();
-      }
-    } else {
-      // Out of fds, typically: the connection stays queued, so accepting
-      // again at once would spin. Try again a little later.
-      if (sys::worth_logging(++accept_failures_))
-        spdlog::warn("metrics listener: cannot accept: {}; trying again in 100 ms (#{})",
-                     ec.message(), accept_failures_);
-      retry_.expires_after(std::chrono::milliseconds(100));
-      retry_.async_wait([this, alive](const boost::system::error_code& wait_error) {
-        if (!alive.expired() && !wait_error && acceptor_) accept();
-      });
-      return;
-    }
-    accept();
-  });
+void HttpServer::admit(tcp::socket socket) {
+  boost::system::error_code peer_error;
+  const auto peer = socket.remote_endpoint(peer_error).address();
+  if (peer_error) return;  // gone already (reset before we got to it): nothing to serve
+  if (!make_room(peer)) {
+    // Best effort, never blocking: the client learns why and is closed.
+    ++refused_;
+    static const Response busy =
+        to_message(error_response(503, "too many connections"), false, false);
+    boost::system::error_code ignored;
+    socket.non_blocking(true, ignored);
+    http::write(socket, busy, ignored);
+    socket.close(ignored);
+    return;
+  }
+  auto session = std::make_shared<Session>(*this, std::move(socket), peer);
+  sessions_.insert(session);
+  session->start();
 }
 
 bool HttpServer::make_room(const boost::asio::ip::address& peer) {

@@ -18,7 +18,8 @@
 // or the table full closes the connection that has waited longest for its
 // client (idle, or a head still incomplete) instead of being refused. Only
 // when every connection is busy writing a reply is the newcomer answered
-// 503.
+// 503. Connections are accepted by the one accept loop (sys::AcceptLoop:
+// when accept() fails it rests for 100 ms instead of spinning).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "http_request.hpp"
+#include "sys/accept_loop.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
@@ -77,7 +79,7 @@ class HttpServer {
 
  private:
   class Session;
-  void accept();
+  void admit(boost::asio::ip::tcp::socket socket);
   // Makes room for a connection from `peer`; false: none can be made.
   bool make_room(const boost::asio::ip::address& peer);
   // The connection that has waited longest for its client, of `peer`'s or
@@ -89,15 +91,11 @@ class HttpServer {
   boost::asio::io_context& io_;
   Options options_;
   Handler handler_;
-  boost::asio::steady_timer retry_;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::optional<sys::AcceptLoop<boost::asio::ip::tcp>> accept_loop_;
   std::set<std::shared_ptr<Session>> sessions_;
-  std::uint64_t accept_failures_ = 0;
   std::uint64_t evicted_ = 0;
   std::uint64_t refused_ = 0;
-  // Expires with the server: handlers of the acceptor and the retry timer
-  // hold a weak_ptr to it (a completion queued before the destructor runs).
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace xdpvhost::daemon::metrics

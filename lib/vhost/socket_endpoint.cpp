@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "sys/fd_kind.hpp"
 #include "sys/log_rate.hpp"
 #include "sys/unix_socket_path.hpp"
 #include "vhost/message_table.hpp"
@@ -24,7 +25,6 @@ SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Dev
       device_(device),
       on_state_(std::move(on_state)),
       reconnect_timer_(io),
-      accept_timer_(io),
       throttle_timer_(io),
       budget_(options_.budget, sys::CpuBudget::Clock::now()) {}
 
@@ -62,94 +62,66 @@ bool SocketEndpoint::start(std::string& error) {
   listen.roots = roots;
   sys::UnixListener listener = sys::listen_unix(options_.path, listen, error);
   if (!listener.valid()) return false;
+  boost::system::error_code ec;
+  acceptor_.emplace(io_);
+  acceptor_->assign(boost::asio::local::stream_protocol(), listener.fd.get(), ec);
+  if (ec) {
+    error = options_.path + ": " + ec.message();
+    acceptor_.reset();
+    sys::remove_unix_socket(listener);
+    return false;
+  }
+  listener.fd.release();  // the acceptor owns it now
   listener_ = std::move(listener);
-  listen_wait_.emplace(io_, listener_.fd.get());
+  // Connections accepted or turned away are charged to the port: a
+  // connect-and-close flood on one port's socket holds up nobody else.
+  accept_loop_.emplace(
+      *acceptor_, "port " + options_.name, options_.accept_backoff,
+      [this](boost::asio::local::stream_protocol::socket socket) { admit(std::move(socket)); },
+      [this] {
+        const auto wait = budget_.wait(sys::CpuBudget::Clock::now());
+        if (wait.count() > 0) ++counters_.throttled;
+        return wait;
+      });
   set_state(State::kWaiting);
-  wait_accept();
+  accept_loop_->start();
   return true;
 }
 
 void SocketEndpoint::stop() {
   stopping_ = true;
   reconnect_timer_.cancel();
-  accept_timer_.cancel();
   throttle_timer_.cancel();
   if (connection_) close_connection("endpoint stopped");
-  if (listen_wait_) {
-    listen_wait_->release();
-    listen_wait_.reset();
+  accept_loop_.reset();
+  if (acceptor_) {
+    boost::system::error_code ignored;
+    acceptor_->close(ignored);
+    acceptor_.reset();
+    sys::remove_unix_socket(listener_);
   }
-  if (listener_.valid()) sys::remove_unix_socket(listener_);
   set_state(State::kStopped);
 }
 
-void SocketEndpoint::wait_accept() {
-  std::weak_ptr<int> alive = alive_;
-  listen_wait_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                           [this, alive](const boost::system::error_code& ec) {
-                             if (ec || alive.expired() || stopping_) return;
-                             on_accept();
-                           });
-}
-
-void SocketEndpoint::on_accept() {
-  // Connections cost the control thread too (turned away, they still are
-  // accepted and closed): charged to this port, kAcceptsPerTurn at a time,
-  // so that a connect-and-close flood on one port's socket holds up nobody
-  // else.
-  if (const auto wait = budget_.wait(sys::CpuBudget::Clock::now()); wait.count() > 0) {
-    ++counters_.throttled;
-    rest_accept(wait);
+void SocketEndpoint::admit(boost::asio::local::stream_protocol::socket socket) {
+  const sys::TurnCharge charge{budget_};
+  boost::system::error_code ec;
+  sys::UniqueFd fd(socket.release(ec));
+  if (ec) return;  // not open: nothing to serve
+  if (connection_) {
+    // vhost-user is one frontend per socket; a second one is turned away.
+    ++counters_.rejected_connections;
+    if (sys::worth_logging(counters_.rejected_connections))
+      spdlog::warn("port {}: second frontend connection on {} refused (#{})", options_.name,
+                   options_.path, counters_.rejected_connections);
     return;
   }
-  const sys::TurnCharge charge{budget_};
-  for (unsigned accepted = 0;; ++accepted) {
-    if (accepted == kAcceptsPerTurn) {
-      boost::asio::post(io_, [this, alive = std::weak_ptr<int>(alive_)] {
-        if (!alive.expired() && !stopping_ && listen_wait_) on_accept();
-      });
-      return;
-    }
-    sys::UniqueFd fd(::accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) {
-      const int error = errno;
-      if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
-        // The connection stays queued: waiting for readability again would
-        // wake at once, forever. Rest, then try again.
-        back_off_accept(error);
-        return;
-      }
-      break;  // EAGAIN, or the peer gave up (ECONNABORTED, ...)
-    }
-    if (connection_) {
-      // vhost-user is one frontend per socket; a second one is turned away.
-      ++counters_.rejected_connections;
-      if (sys::worth_logging(counters_.rejected_connections))
-        spdlog::warn("port {}: second frontend connection on {} refused (#{})", options_.name,
-                     options_.path, counters_.rejected_connections);
-      continue;
-    }
-    attach(std::move(fd));
+  if (!sys::set_nonblocking(fd.get())) {
+    spdlog::warn("port {}: a frontend connection on {} cannot be made non-blocking: {}",
+                 options_.name, options_.path, std::strerror(errno));
+    return;
   }
-  if (listen_wait_) wait_accept();
-}
-
-void SocketEndpoint::back_off_accept(int error) {
-  ++counters_.accept_failures;
-  if (sys::worth_logging(counters_.accept_failures))
-    spdlog::warn("port {}: cannot accept on {}: {}; trying again in {} ms (#{})", options_.name,
-                 options_.path, std::strerror(error), options_.accept_backoff.count(),
-                 counters_.accept_failures);
-  rest_accept(options_.accept_backoff);
-}
-
-void SocketEndpoint::rest_accept(std::chrono::nanoseconds wait) {
-  std::weak_ptr<int> alive = alive_;
-  accept_timer_.expires_after(wait);
-  accept_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
-    if (ec || alive.expired() || stopping_ || !listen_wait_) return;
-    on_accept();
-  });
+  attach(std::move(fd));
 }
 
 void SocketEndpoint::try_connect() {

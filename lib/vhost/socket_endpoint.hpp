@@ -5,13 +5,15 @@
 // reconnects whenever it goes away. Either way the socket lies below one of
 // the port socket directories (sys::port_socket_dirs) and is reached
 // without following a symlink (sys/socket_directory.hpp); a live socket is
-// never replaced. When accept() runs out of fds (EMFILE, ENFILE) the
-// listener backs off instead of spinning. A frontend gets a share of the
+// never replaced. Connections are accepted by the one accept loop
+// (sys::AcceptLoop: it rests when accept() runs out of fds instead of
+// spinning). A frontend gets a share of the
 // control thread (sys::CpuBudget, kept across its reconnections; connections
 // accepted or turned away on the port's socket are charged to it too): past
 // it, its messages and connections wait, and nobody else does.
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "sys/accept_loop.hpp"
 #include "sys/cpu_budget.hpp"
 #include "sys/unique_fd.hpp"
 #include "sys/unix_socket_path.hpp"
@@ -41,7 +44,7 @@ class SocketEndpoint {
     Mode mode = Mode::kServer;
     std::chrono::milliseconds reconnect_interval{250};
     unsigned socket_mode = 0660;  // permissions of a listening socket
-    // How long the listener rests after accept() ran out of fds.
+    // How long the listener rests after accept() failed (out of fds).
     std::chrono::milliseconds accept_backoff{100};
     sys::CpuBudget::Limits budget = kFrontendBudget;
   };
@@ -52,17 +55,14 @@ class SocketEndpoint {
     std::uint64_t messages = 0;
     std::uint64_t failed_messages = 0;
     std::uint64_t rejected_connections = 0;
-    std::uint64_t accept_failures = 0;  // accept() out of fds or memory
-    std::uint64_t refused_paths = 0;    // client mode: path refused (symlink, not a socket)
-    std::uint64_t throttled = 0;        // turns put off: the frontend was over its budget
+    std::uint64_t refused_paths = 0;  // client mode: path refused (symlink, not a socket)
+    std::uint64_t throttled = 0;      // turns put off: the frontend was over its budget
   };
 
   using StateCallback = std::function<void(State)>;
 
   // Messages handled per readiness event before others get their turn.
   static constexpr unsigned kMessagesPerTurn = 16;
-  // Connections accepted (or turned away) per turn, likewise.
-  static constexpr unsigned kAcceptsPerTurn = 16;
   // A frontend's share of the control thread: 250 ms of CPU at the start
   // and after a rest, then 2 % of the time. A negotiation of one queue pair
   // costs the control thread about 0.4 ms, so QEMU starting, rebooting or
@@ -91,10 +91,7 @@ class SocketEndpoint {
 
  private:
   void set_state(State s);
-  void wait_accept();
-  void on_accept();
-  void back_off_accept(int error);
-  void rest_accept(std::chrono::nanoseconds wait);
+  void admit(boost::asio::local::stream_protocol::socket socket);
   void try_connect();
   void schedule_reconnect();
   void attach(sys::UniqueFd fd);
@@ -111,12 +108,12 @@ class SocketEndpoint {
   State state_ = State::kStopped;
   Counters counters_;
 
-  sys::UnixListener listener_;
-  std::optional<boost::asio::posix::stream_descriptor> listen_wait_;
+  sys::UnixListener listener_;  // its fd is the acceptor's
+  std::optional<boost::asio::local::stream_protocol::acceptor> acceptor_;
+  std::optional<sys::AcceptLoop<boost::asio::local::stream_protocol>> accept_loop_;
   std::unique_ptr<Connection> connection_;
   std::optional<boost::asio::posix::stream_descriptor> connection_wait_;
   boost::asio::steady_timer reconnect_timer_;
-  boost::asio::steady_timer accept_timer_;
   boost::asio::steady_timer throttle_timer_;
   sys::CpuBudget budget_;
   std::string last_connect_error_;  // client mode: logged once per distinct error
