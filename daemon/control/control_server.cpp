@@ -156,7 +156,8 @@ ControlServer::ControlServer(boost::asio::io_context& io, Options options, Handl
     : io_(io),
       options_(std::move(options)),
       handler_(std::move(handler)),
-      too_large_(std::move(too_large)) {}
+      too_large_(std::move(too_large)),
+      listener_(io) {}
 
 ControlServer::~ControlServer() {
   stop();
@@ -175,23 +176,11 @@ bool ControlServer::start(std::string& error) {
     listen.group = g->gr_gid;
     group_ = g->gr_gid;
   }
-  sys::UnixListener listener = sys::listen_unix(options_.path, listen, error);
-  if (!listener.valid()) {
+  if (!listener_.open(options_.path, listen, error)) {
     error = "control socket: " + error;
     return false;
   }
-  boost::system::error_code ec;
-  acceptor_.emplace(io_);
-  acceptor_->assign(stream_protocol(), listener.fd.get(), ec);
-  if (ec) {
-    error = "control socket " + options_.path + ": " + ec.message();
-    acceptor_.reset();
-    sys::remove_unix_socket(listener);
-    return false;
-  }
-  listener.fd.release();  // the acceptor owns it now
-  listener_ = std::move(listener);
-  accept_loop_.emplace(*acceptor_, "control socket", options_.accept_backoff,
+  accept_loop_.emplace(listener_.acceptor(), "control socket", options_.accept_backoff,
                        [this](stream_protocol::socket socket) { admit(std::move(socket)); });
   accept_loop_->start();
   return true;
@@ -199,12 +188,7 @@ bool ControlServer::start(std::string& error) {
 
 void ControlServer::stop() {
   accept_loop_.reset();
-  if (acceptor_) {
-    boost::system::error_code ignored;
-    acceptor_->close(ignored);
-    acceptor_.reset();
-    sys::remove_unix_socket(listener_);
-  }
+  listener_.close();
   for (const auto& s : sessions_) s->close();
   sessions_.clear();
 }

@@ -29,7 +29,7 @@
 #include <string>
 
 #include "sys/accept_loop.hpp"
-#include "sys/unix_socket_path.hpp"
+#include "sys/unix_acceptor.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -75,8 +75,7 @@ class ControlServer {
   Options options_;
   Handler handler_;
   TooLarge too_large_;
-  std::optional<boost::asio::local::stream_protocol::acceptor> acceptor_;
-  sys::UnixListener listener_;  // the socket file (the acceptor owns the fd)
+  sys::UnixAcceptor listener_;
   std::optional<sys::AcceptLoop<boost::asio::local::stream_protocol>> accept_loop_;
   std::optional<gid_t> group_;
   std::set<std::shared_ptr<Session>> sessions_;

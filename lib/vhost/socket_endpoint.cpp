@@ -24,6 +24,7 @@ SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Dev
       options_(std::move(options)),
       device_(device),
       on_state_(std::move(on_state)),
+      listener_(io),
       reconnect_timer_(io),
       throttle_timer_(io),
       budget_(options_.budget, sys::CpuBudget::Clock::now()) {}
@@ -60,23 +61,11 @@ bool SocketEndpoint::start(std::string& error) {
   listen.mode = options_.socket_mode;
   listen.backlog = 4;
   listen.roots = roots;
-  sys::UnixListener listener = sys::listen_unix(options_.path, listen, error);
-  if (!listener.valid()) return false;
-  boost::system::error_code ec;
-  acceptor_.emplace(io_);
-  acceptor_->assign(boost::asio::local::stream_protocol(), listener.fd.get(), ec);
-  if (ec) {
-    error = options_.path + ": " + ec.message();
-    acceptor_.reset();
-    sys::remove_unix_socket(listener);
-    return false;
-  }
-  listener.fd.release();  // the acceptor owns it now
-  listener_ = std::move(listener);
+  if (!listener_.open(options_.path, listen, error)) return false;
   // Connections accepted or turned away are charged to the port: a
   // connect-and-close flood on one port's socket holds up nobody else.
   accept_loop_.emplace(
-      *acceptor_, "port " + options_.name, options_.accept_backoff,
+      listener_.acceptor(), "port " + options_.name, options_.accept_backoff,
       [this](boost::asio::local::stream_protocol::socket socket) { admit(std::move(socket)); },
       [this] {
         const auto wait = budget_.wait(sys::CpuBudget::Clock::now());
@@ -94,12 +83,7 @@ void SocketEndpoint::stop() {
   throttle_timer_.cancel();
   if (connection_) close_connection("endpoint stopped");
   accept_loop_.reset();
-  if (acceptor_) {
-    boost::system::error_code ignored;
-    acceptor_->close(ignored);
-    acceptor_.reset();
-    sys::remove_unix_socket(listener_);
-  }
+  listener_.close();
   set_state(State::kStopped);
 }
 

@@ -26,7 +26,7 @@
 #include "sys/accept_loop.hpp"
 #include "sys/cpu_budget.hpp"
 #include "sys/unique_fd.hpp"
-#include "sys/unix_socket_path.hpp"
+#include "sys/unix_acceptor.hpp"
 #include "vhost/connection.hpp"
 #include "vhost/device.hpp"
 #include "vhost/socket_mode.hpp"
@@ -108,8 +108,7 @@ class SocketEndpoint {
   State state_ = State::kStopped;
   Counters counters_;
 
-  sys::UnixListener listener_;  // its fd is the acceptor's
-  std::optional<boost::asio::local::stream_protocol::acceptor> acceptor_;
+  sys::UnixAcceptor listener_;
   std::optional<sys::AcceptLoop<boost::asio::local::stream_protocol>> accept_loop_;
   std::unique_ptr<Connection> connection_;
   std::optional<boost::asio::posix::stream_descriptor> connection_wait_;
