@@ -247,6 +247,15 @@ RpcResult ControlApi::tunables_set(const json& params) {
   return tunables_scope(change->port, change->uplink);
 }
 
+std::optional<RpcError> ControlApi::missing_scope(const std::optional<std::string>& port,
+                                                  const std::optional<std::string>& uplink) const {
+  if (port && daemon_.find_port(*port) == nullptr)
+    return not_found("there is no port \"" + *port + "\"");
+  if (uplink && daemon_.find_uplink(*uplink) == nullptr)
+    return not_found("there is no uplink \"" + *uplink + "\"");
+  return std::nullopt;
+}
+
 PortStatsSnapshot ControlApi::port_stats_since_reset(
     const std::string& name, const controller::GuestPortController& port) const {
   auto now = PortStatsSnapshot::of(port);
@@ -258,10 +267,7 @@ PortStatsSnapshot ControlApi::port_stats_since_reset(
 RpcResult ControlApi::stats_get(const json& params) {
   auto only_port = opt_string(params, "port");
   auto only_uplink = opt_string(params, "uplink");
-  if (only_port && daemon_.find_port(*only_port) == nullptr)
-    return not_found("there is no port \"" + *only_port + "\"");
-  if (only_uplink && daemon_.find_uplink(*only_uplink) == nullptr)
-    return not_found("there is no uplink \"" + *only_uplink + "\"");
+  if (auto missing = missing_scope(only_port, only_uplink)) return *missing;
   json ports = json::object();
   if (!only_uplink)
     for (const auto& [name, port] : daemon_.ports())
@@ -288,10 +294,7 @@ RpcResult ControlApi::stats_get(const json& params) {
 RpcResult ControlApi::stats_reset(const json& params) {
   auto only_port = opt_string(params, "port");
   auto only_uplink = opt_string(params, "uplink");
-  if (only_port && daemon_.find_port(*only_port) == nullptr)
-    return not_found("there is no port \"" + *only_port + "\"");
-  if (only_uplink && daemon_.find_uplink(*only_uplink) == nullptr)
-    return not_found("there is no uplink \"" + *only_uplink + "\"");
+  if (auto missing = missing_scope(only_port, only_uplink)) return *missing;
   json reset_ports = json::array();
   if (!only_uplink)
     for (const auto& [name, port] : daemon_.ports()) {

@@ -37,6 +37,10 @@ class ControlApi {
   RpcResult log_set_level(const nlohmann::json& params);
   RpcResult config_get(const nlohmann::json& params);
 
+  // not_found for a named port or uplink that does not exist (stats.get,
+  // stats.reset); nothing when every one named does.
+  std::optional<RpcError> missing_scope(const std::optional<std::string>& port,
+                                        const std::optional<std::string>& uplink) const;
   nlohmann::json tunables_scope(const std::optional<std::string>& port,
                                 const std::optional<std::string>& uplink) const;
   nlohmann::json port_detail_json(const std::string& name) const;

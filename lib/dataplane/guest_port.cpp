@@ -515,14 +515,7 @@ GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
   }
   if (q.ring.available(static_cast<std::uint16_t>(std::min<std::uint32_t>(total, 0xffff))) <
       total) {
-    if (q.ring.broken()) {
-      report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
-      counters().drop(DropReason::kQueueBroken);
-      return Delivery::kDone;
-    }
-    blocked_rx_ = &q;
-    blocked_avail_ = q.ring.driver_avail_idx();
-    return Delivery::kNoBuffer;
+    return out_of_buffers(q);
   }
   if (segment_buffer_.size() < kMaxGsoFrame) segment_buffer_.resize(kMaxGsoFrame);
   net::SegmentMeta meta;
@@ -548,6 +541,18 @@ GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
   return Delivery::kDone;
 }
 
+GuestPort::Delivery GuestPort::out_of_buffers(Queue& q) {
+  if (q.ring.broken()) {  // a malformed avail ring, not a short one
+    report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
+    counters().drop(DropReason::kQueueBroken);
+    return Delivery::kDone;
+  }
+  // The frame waits until the guest posts more (its avail index moves).
+  blocked_rx_ = &q;
+  blocked_avail_ = q.ring.driver_avail_idx();
+  return Delivery::kNoBuffer;
+}
+
 GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
                                               const net::VirtioNetOffload& offload,
                                               std::uint32_t len, const net::GuestForward* patch) {
@@ -566,14 +571,7 @@ GuestPort::Delivery GuestPort::write_to_guest(Queue& q, const Frame& frame,
     if (!q.ring.pop(rx_chains_[n], Direction::kDeviceWrites, 0xffffffffu,
                     kRxDescriptorsPerFrame - walked)) {
       q.ring.unpop(static_cast<std::uint16_t>(n));
-      if (q.ring.broken()) {
-        report_broken(q, static_cast<std::uint32_t>(&q - queues_.data()));
-        counters().drop(DropReason::kQueueBroken);
-        return Delivery::kDone;
-      }
-      blocked_rx_ = &q;
-      blocked_avail_ = q.ring.driver_avail_idx();
-      return Delivery::kNoBuffer;
+      return out_of_buffers(q);
     }
     const virtio::DescriptorChain& chain = rx_chains_[n++];
     walked += chain.descriptors;

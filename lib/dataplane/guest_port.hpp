@@ -164,6 +164,9 @@ class GuestPort final : public Port {
   // `patch` (optional) applied.
   Delivery write_to_guest(Queue& q, const Frame& frame, const net::VirtioNetOffload& offload,
                           std::uint32_t len, const net::GuestForward* patch);
+  // No room in `q` for the frame now: kNoBuffer (it waits for the guest's
+  // next buffers), or kDone with the queue broken if its ring is malformed.
+  Delivery out_of_buffers(Queue& q);
   unsigned drain_backlog();
   void send_announce(Forwarder& forwarder);
   // A frame its source may not send (SourceGuard): dropped, and why counted.
