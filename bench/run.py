@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""xdpvhost benchmark (issue 6): xdpvhostd side by side with DPDK
+"""xdpvhost benchmark: xdpvhostd side by side with DPDK
 (net_af_xdp + net_vhost) and the bare AF_XDP loop, on a veth pair in
 namespaces, one DPDK virtio_user guest.
 

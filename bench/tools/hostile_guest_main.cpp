@@ -1,5 +1,5 @@
 // xvb-hostile-guest: the hostile neighbour of the noisy-neighbour scenario
-// (issue 10). A vhost-user frontend (the test frontend of tests/frontend, as
+// (the noisy-neighbour scenario). A vhost-user frontend (the test frontend of tests/frontend, as
 // the HostileFrontend integration tests use it) on a second port of the
 // daemon, served by the same service thread as the well-behaved guest, that
 // attacks the datapath for as long as it runs:

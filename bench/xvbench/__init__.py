@@ -1,2 +1,2 @@
-"""xdpvhost benchmark harness (issue 6): topology, backends, guest, load
+"""xdpvhost benchmark harness: topology, backends, guest, load
 tools, scenarios, records, summary and plots. Entry point: bench/run.py."""

@@ -100,7 +100,7 @@ def sweep_list(cfg, rep):
 
 
 def isolation_list(cfg):
-    """xdpvhostd only: the noisy-neighbour scenario (issue 10), one record per
+    """xdpvhostd only: the noisy-neighbour scenario, one record per
     attack, each with its own (without, with) window pairs."""
     return [("noisy_neighbour", {"attack": a, "size": 64}, ("g2o",), None,
              lambda ctx, sut, a=a: noisy_neighbour.noisy_neighbour(ctx, sut, a, 64, cfg.nn_pairs, cfg.nn_s,

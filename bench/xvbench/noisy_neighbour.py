@@ -1,4 +1,4 @@
-"""The noisy-neighbour scenario (issue 10): the well-behaved guest's
+"""The noisy-neighbour scenario: the well-behaved guest's
 guest->outside rate without and with a hostile guest on a second port of the
 same service thread, windows alternating (without, with, without, with, ...)
 in one run, reported as the median of the per-pair ratios with / without.

@@ -29,7 +29,7 @@ class Profile:
     sweep_light_s: float
     sweep_o2g_pps: float           # offered rate of the guest-RX sweeps when no search result is known
     sweep_trial_s: float
-    nn_attacks: tuple              # noisy neighbour (issue 10): hostile guest attacks, one record each
+    nn_attacks: tuple              # noisy neighbour: hostile guest attacks, one record each
     nn_pairs: int                  # (without, with) window pairs per attack and repetition
     nn_s: float                    # one guest->outside window
     nn_period_us: int = 100        # the hostile guest's round period

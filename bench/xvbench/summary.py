@@ -231,7 +231,7 @@ def sweeps(records):
         ("light backend CPU", "light_load", lambda r: dig(r, "cpu", "backend", "core_fraction"), fmt_pct),
     ])
     if t:
-        out += ["### busy_poll_us (seed 000: busy polling buys request/response rate with CPU)", "", t, ""]
+        out += ["### busy_poll_us (busy polling buys request/response rate with CPU)", "", t, ""]
     t = sweep_table(records, "sweep_signal_batch", "signal_batch", None, [
         ("guest RX offered", "outside_to_guest", lambda r: r.get("offered_pps"), fmt_pps),
         ("guest RX delivered", "outside_to_guest", lambda r: r.get("delivered_pps"), fmt_pps),
@@ -245,7 +245,7 @@ def sweeps(records):
         ("suppressed", "guest_to_outside", port_counter("interrupts_suppressed"), fmt_num),
     ])
     if t:
-        out += ["### signal_batch (seed 001: signal used buffers in batches)", "", t, ""]
+        out += ["### signal_batch (used buffers signalled in batches)", "", t, ""]
     t = sweep_table(records, "sweep_napi_busy_poll", "napi_busy_poll", None, [
         ("RR p50", "request_response", lambda r: dig(r, "rtt_us", "p50"), fmt_us),
         ("RR p99", "request_response", lambda r: dig(r, "rtt_us", "p99"), fmt_us),
@@ -254,7 +254,7 @@ def sweeps(records):
         ("guest RX backend ns/pkt", "outside_to_guest", lambda r: dig(r, "ns_per_packet", "backend"), fmt_ns),
     ])
     if t:
-        out += ["### napi_busy_poll (seed 002: busy-poll the NIC's NAPI by napi id)", "", t, ""]
+        out += ["### napi_busy_poll (busy polling the NIC's NAPI by napi id)", "", t, ""]
         napi = [dig(r, "result", "uplinks") for r in records
                 if r.get("scenario") == "sweep_napi_busy_poll" and r["status"] == "ok"]
         napi = [u for u in napi if u]
@@ -303,13 +303,13 @@ def targets(records, sizes):
 
 
 def noisy_neighbour_table(records):
-    """Issue 10: the well-behaved guest's guest->outside rate with a hostile
+    """Noisy neighbour: the well-behaved guest's guest->outside rate with a hostile
     guest on the same service thread over its rate without, per attack: the
     median of the per-pair ratios pooled over repetitions."""
     recs = [r for r in records if r.get("scenario") == "noisy_neighbour" and r.get("backend") == "xdpvhostd"]
     if not recs:
         return []
-    out = ["### Noisy neighbour (issue 10)", "",
+    out = ["### Noisy neighbour", "",
            "The well-behaved guest's guest→outside 64 B rate with a hostile guest on a second port of "
            "the same service thread, over its rate without (windows alternating; ratio = median of "
            "per-pair ratios). Target: ≥ 0.90 (a hostile guest costs < 10 %).", "",
@@ -390,12 +390,12 @@ def write(out_dir, records, elapsed_s=None, interrupted=False):
     if unavailable:
         lines.append("")
     if synthetic or not tcp_lines:
-        lines += ["### Targets (issue 6)", ""] + targets(records, sizes) + [""]
+        lines += ["### Targets", ""] + targets(records, sizes) + [""]
         lines += sweeps(records)
         lines += noisy_neighbour_table(records)
     if tcp_lines:
         tcp = meta.get("tcp") or {}
-        lines += ["### Real-guest TCP (issue 11)", "",
+        lines += ["### Real-guest TCP", "",
                   f"iperf3 TCP {tcp.get('seconds')} s, one stream, TCG guests (1 vCPU, {tcp.get('qemu')}); "
                   "paths interleaved per repetition; cells: median (min–max); ratios: median of "
                   "per-repetition ratios against the tap path. Backend CPU: xdpvhostd / testpmd "

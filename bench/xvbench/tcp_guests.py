@@ -1,4 +1,4 @@
-"""Real-guest TCP (issue 11, "Measure"): the same QEMU guest image (TCG,
+"""Real-guest TCP: the same QEMU guest image (TCG,
 1 vCPU, tests/guest) running iperf3 over three paths, side by side and
 interleaved (tap xdpvhostd dpdk tap xdpvhostd dpdk ...):
 
@@ -800,7 +800,7 @@ def table(records):
                          f"{_rng([x.get('backend_core_fraction') for x in res], fp)} | "
                          f"{_rng([dig(x, 'cpu', 'guest', 'core_fraction') for x in res], fp)} | {rt} | {rc} | "
                          f"{len(ok)}{'' if not bad else f' (+{len(bad)} failed)'} |")
-    lines += ["", "| issue 11 target (xdpvhostd ÷ tap, median of per-repetition ratios) | this run | |",
+    lines += ["", "| target (xdpvhostd ÷ tap, median of per-repetition ratios) | this run | |",
               "|---|---|---|"]
     for scen in ("tcp_vm_to_vm", "tcp_guest_to_outside", "tcp_outside_to_guest"):
         t, n = _ratio(recs, "xdpvhostd", "tap", scen, "mbps")

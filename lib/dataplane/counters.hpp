@@ -254,7 +254,8 @@ inline constexpr std::array<CounterField<UplinkQueueCounters>, 13> kUplinkQueueC
      {"tx_kicks_again", "tx_kicks_total", "", "result", "again"}},
     {&UplinkQueueCounters::napi_polls,
      {"napi_polls", "napi_polls_total",
-      "recvfrom() calls driving the NIC's NAPI context while the rings were empty (seed 002)."}},
+      "recvfrom() calls driving the NIC's NAPI context while the rings were empty (NAPI busy "
+      "polling)."}},
     {&UplinkQueueCounters::flood_rx,
      {"flood_rx", "flood_frames_total",
       "Broadcast and multicast frames the uplink's flood (packet) socket received."}},

@@ -198,7 +198,7 @@ std::uint16_t GuestPort::stop_queue(std::uint32_t vring, vhost::RingStop why) {
     if (!other_rx && why == vhost::RingStop::kForGood) forget_backlog();
   }
   if (!q.running) return q.ring.last_avail_idx();
-  flush(q);  // seed 001: nothing stays pending across a stop
+  flush(q);  // batched signals (docs/techniques.md): nothing pending across a stop
   const std::uint16_t base = q.ring.last_avail_idx();
   q.ring.detach();
   q.kick.reset();

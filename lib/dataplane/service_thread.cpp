@@ -142,8 +142,8 @@ void ServiceThread::run() {
     }
     counters_.empty_iterations.add();
     if (idle_since == 0) idle_since = now;
-    // Seed 000: keep polling for busy_poll_us after the last work; leave at
-    // once when a control command is queued.
+    // Busy polling with a timeout (docs/techniques.md): keep polling for busy_poll_us after the
+    // last work; leave at once when a control command is queued.
     const std::uint64_t budget_ns = std::uint64_t{tunables_.busy_poll_us} * 1000;
     if (now - idle_since < budget_ns && !commands_.pending()) {
       state_.store(State::kPolling, std::memory_order_relaxed);

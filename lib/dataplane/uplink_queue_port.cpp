@@ -169,7 +169,8 @@ unsigned UplinkQueuePort::poll(Forwarder& forwarder) {
   if (socket_->zero_copy() && !napi_active_ && umem_->fill_needs_wakeup()) socket_->wakeup_rx();
   if (napi_active_) {
     if (n == 0 && socket_->rx_pending() == 0) {
-      // Seed 002: nothing on the rings -- drive the NIC's NAPI ourselves.
+      // NAPI busy polling (docs/techniques.md): nothing on the rings -- drive the NIC's NAPI
+      // ourselves.
       socket_->wakeup_rx();
       queue_counters_.napi_polls.add();
     }
@@ -367,7 +368,7 @@ unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {
 // ---- guests -> NIC ---------------------------------------------------------------
 
 bool UplinkQueuePort::has_tx_room(std::uint32_t descriptors) const noexcept {
-  // Seed 003: a bounded number of frames between TX and completion.
+  // A bound on frames in flight (docs/techniques.md) between TX and completion.
   if (umem_->tx_in_flight() + tx_reserved_ + descriptors > options_.tunables.tx_inflight_max)
     return false;
   return umem_->frames().available() >= descriptors && socket_->tx_free(descriptors) >= descriptors;
@@ -543,8 +544,8 @@ void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
 }
 
 void UplinkQueuePort::kick_tx() noexcept {
-  // Seed 004: only when the kernel needs it (need_wakeup, or copy mode with
-  // descriptors pending: the kernel only sends inside sendto).
+  // Kicking TX only when needed (docs/techniques.md): when the kernel needs it (need_wakeup, or
+  // copy mode with descriptors pending: the kernel only sends inside sendto).
   if (!socket_->tx_kick_needed()) return;
   queue_counters_.tx_kicks.add();
   switch (socket_->kick_tx()) {

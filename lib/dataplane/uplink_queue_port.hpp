@@ -9,9 +9,10 @@
 //   the pool -> fill ring kept full; every burst.
 // guests -> NIC: frame copied into a UMEM frame (NEEDS_CSUM completed) ->
 //   TX ring; submitted once per burst; sendto() only when the kernel needs it
-//   (need_wakeup, or in copy mode while descriptors are pending: seed 004);
+//   (need_wakeup, or in copy mode while descriptors are pending);
 //   completions drained every burst; at most tx_inflight_max frames between
-//   TX and completion, beyond which senders are told to wait (seed 003).
+//   TX and completion, beyond which senders are told to wait (both from
+//   vhost_net: docs/techniques.md).
 
 #include <array>
 #include <atomic>
@@ -148,7 +149,7 @@ class UplinkQueuePort final : public Port {
   bool tx_checksum_offload_ = false;
   std::uint32_t tx_reserved_ = 0;  // descriptors written but not submitted
 
-  // Seed 002: busy polling the NIC's NAPI context.
+  // Busy polling the NIC's NAPI context (docs/techniques.md).
   bool napi_active_ = false;
   bool napi_prefer_ = false;
   xsk::StarvationDetector starvation_;

@@ -1,11 +1,10 @@
 #pragma once
-// Seed 002 on an AF_XDP socket: which NAPI context feeds it
-// (SO_INCOMING_NAPI_ID) and busy polling of that context from the service
-// thread (SO_BUSY_POLL, SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET), applied
-// all-or-nothing: every option is read back after it is set, and if one is
-// refused or reads back different, all are restored and the reason is
-// returned. drive_napi() is the recvfrom() the service thread issues while
-// its rings are empty.
+// Busy polling the NIC's NAPI context (docs/techniques.md) on an AF_XDP socket: which NAPI context
+// feeds it (SO_INCOMING_NAPI_ID) and busy polling of that context from the service thread
+// (SO_BUSY_POLL, SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET), applied all-or-nothing: every option is
+// read back after it is set, and if one is refused or reads back different, all are restored and
+// the reason is returned. drive_napi() is the recvfrom() the service thread issues while its rings
+// are empty.
 //
 // Kernel rules (net/core/sock.c): raising SO_BUSY_POLL_BUDGET above the
 // current value and enabling SO_PREFER_BUSY_POLL need CAP_NET_ADMIN;

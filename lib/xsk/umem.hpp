@@ -114,7 +114,7 @@ class Umem {
 
   // Frames submitted on the TX ring whose completion has not been released
   // yet (kept by XskSocket::tx_submit and comp_release) -- the bound the
-  // service thread enforces for seed 003's back-pressure.
+  // service thread enforces as its bound on frames in flight.
   std::uint32_t tx_in_flight() const noexcept { return tx_in_flight_; }
   void note_tx_submitted(std::uint32_t n) noexcept { tx_in_flight_ += n; }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Isolation and operations of the real daemon (issues 10 and 13): socket paths
+"""Isolation and operations of the real daemon: socket paths
 (socket_dirs, symlinks, live sockets), control socket access (modes, peer
 credentials, idle clients, root's slot), accept loops out of fds, the
 confinement (capabilities, no_new_privs, seccomp), SIGHUP reloads, the

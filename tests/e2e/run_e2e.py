@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """xdpvhost end-to-end suite: unmodified Linux guests in QEMU against xdpvhostd
-(issue 5). Every scenario prints its figures and checks as it goes, then
+(the end-to-end suite). Every scenario prints its figures and checks as it goes, then
 PASS / FAIL / PENDING; the suite ends with a summary table and
 "N passed, N failed" and exits non-zero if any scenario failed.
 

@@ -1,4 +1,4 @@
-"""Queue pairs per vCPU (issue 12), with a real guest behind the AF_XDP uplink.
+"""Queue pairs per vCPU, with a real guest behind the AF_XDP uplink.
 
 mq-uplink  A KubeVirt-style multiqueue guest: 4 vCPUs, `-netdev
            vhost-user,queues=4`, `virtio-net-pci,mq=on,vectors=10` (under

@@ -46,7 +46,7 @@
 //   - the backend is started only with rings the device has, never twice
 //     without a stop, is stopped only while started, and has no ring left
 //     after Device::disconnect (the memory is unmapped after that); kick,
-//     call and err fds reach it only as non-blocking eventfds (issue 10:
+//     call and err fds reach it only as non-blocking eventfds (a hostile frontend:
 //     nothing a frontend passes may block a service thread).
 
 #include <dirent.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""xdpvhost live-migration suite (issue 12): real QEMU guests migrated
+"""xdpvhost live-migration suite: real QEMU guests migrated
 between vhost-user ports, QEMU to QEMU over loopback through QMP.
 
     run_migration.py --image BUILD/guest-image --daemon BUILD/daemon/xdpvhostd

@@ -1,5 +1,5 @@
-"""CDI spec files (CONTRACT.md §6) in --cdi-root, which the container
-runtime reads to apply a claim's container edits:
+"""CDI spec files (kubevirt/INTERFACES.md, CDI spec files) in --cdi-root,
+which the container runtime reads to apply a claim's container edits:
 
 - one spec per claim, kind xdpvhost.io/vhost-user, cdiVersion 0.6.0: one
   device per prepared request that bind-mounts its socket directory into

@@ -1,7 +1,7 @@
-"""KEP-5304 device metadata (CONTRACT.md §7): one file per claim request on
-the host under the plugin's data directory, mounted into the pod by a CDI
-spec at the path KubeVirt and the binding sidecar read. The content is a
-JSON stream of the document once per version served (here only
+"""KEP-5304 device metadata (kubevirt/INTERFACES.md, KEP-5304 device
+metadata): one file per claim request on the host under the plugin's data
+directory, mounted into the pod by a CDI spec at the path KubeVirt and the
+binding sidecar read. The content is a JSON stream of the document once per version served (here only
 metadata.resource.k8s.io/v1alpha1), each followed by a newline."""
 
 import json

@@ -1,4 +1,4 @@
-"""Command-line flags. The ones issue 13 names (--kubelet-root,
+"""Command-line flags. The plugin's basic ones (--kubelet-root,
 --control-socket, --socket-root, --cdi-root, --state-dir, --node-name,
 --kubeconfig) plus the socket directories' owner, mode and SELinux label,
 the path inside the pod, and the published capacity."""

@@ -1,8 +1,8 @@
 """The two gRPC servers the kubelet talks to: the DRA v1 service on
 <kubelet-root>/plugins/xdpvhost.io/dra.sock, started first, then the
 registration service on <kubelet-root>/plugins_registry/xdpvhost.io-reg.sock
-that the kubelet's plugin watcher finds (CONTRACT.md §1, §3). Both sockets
-are removed on stop."""
+that the kubelet's plugin watcher finds (kubevirt/INTERFACES.md, Kubelet
+plugin sockets and registration). Both sockets are removed on stop."""
 
 import logging
 import os

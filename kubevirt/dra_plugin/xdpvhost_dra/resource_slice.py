@@ -1,7 +1,7 @@
-"""The node's ResourceSlice (CONTRACT.md §5.2): one pool named after the
-node, one slice, one shareable device per uplink, kept up to date in the
-API server (created, replaced with a new pool generation when the devices
-change, extra slices of this node and driver deleted)."""
+"""The node's ResourceSlice (kubevirt/INTERFACES.md, ResourceSlice): one
+pool named after the node, one slice, one shareable device per uplink, kept
+up to date in the API server (created, replaced with a new pool generation
+when the devices change, extra slices of this node and driver deleted)."""
 
 import logging
 

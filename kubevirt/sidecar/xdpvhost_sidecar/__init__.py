@@ -6,7 +6,8 @@ socket the xdpvhost.io DRA driver prepared for the VM's claim."""
 DRIVER_NAME = "xdpvhost.io"
 DEFAULT_BINDING_NAME = "vhostuser"
 DEFAULT_HOOK_SOCKET = "/var/run/kubevirt-hooks/vhostuser.sock"
-# Where the container runtime mounts KEP-5304 device metadata (CONTRACT.md §2).
+# Where the container runtime mounts KEP-5304 device metadata
+# (kubevirt/INTERFACES.md, Paths and names).
 DEFAULT_METADATA_ROOT = "/var/run/kubernetes.io/dra-device-attributes"
 # The DRA plugin's directory convention inside the VM's pod:
 #   <container root>/<podClaimName>/<request>/vhost.sock

@@ -1,6 +1,7 @@
-"""Reads a KEP-5304 device metadata file (CONTRACT.md §7): a JSON stream of
-the same DeviceMetadata object once per API version; the first object of a
-version this reader knows is used, the rest skipped."""
+"""Reads a KEP-5304 device metadata file (kubevirt/INTERFACES.md, KEP-5304
+device metadata): a JSON stream of the same DeviceMetadata object once per
+API version; the first object of a version this reader knows is used, the
+rest skipped."""
 
 import json
 

@@ -1,7 +1,8 @@
 """Rewrites a libvirt domain XML as the upstream vhostuser binding does
-(CONTRACT.md §10): one <interface type="vhostuser"> per bound VMI interface
-with QEMU as the socket's server, and shared guest memory (the backend maps
-it). Everything else in the document is left as it came."""
+(kubevirt/INTERFACES.md, Domain XML rewrite): one
+<interface type="vhostuser"> per bound VMI interface with QEMU as the
+socket's server, and shared guest memory (the backend maps it). Everything
+else in the document is left as it came."""
 
 import re
 from xml.dom import minidom

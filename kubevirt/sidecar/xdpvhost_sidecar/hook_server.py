@@ -1,5 +1,6 @@
 """The gRPC services virt-launcher calls on the sidecar's hook socket
-(CONTRACT.md §8): kubevirt.hooks.info.Info and kubevirt.hooks.v1alpha3.Callbacks."""
+(kubevirt/INTERFACES.md, KubeVirt hook sidecar API): kubevirt.hooks.info.Info
+and kubevirt.hooks.v1alpha3.Callbacks."""
 
 import dataclasses
 import json

@@ -26,9 +26,9 @@ class VhostUserEndpoint:
 
 
 def metadata_path(metadata_root, claim, driver=DRIVER_NAME):
-    """The metadata file's path in the container (CONTRACT.md §2): by the
-    pod's claim name for a template claim, by the ResourceClaim's name
-    otherwise."""
+    """The metadata file's path in the container (kubevirt/INTERFACES.md,
+    Paths and names): by the pod's claim name for a template claim, by the
+    ResourceClaim's name otherwise."""
     if claim.from_template:
         return os.path.join(metadata_root, "resourceclaimtemplates", claim.pod_claim_name,
                             claim.request, f"{driver}-metadata.json")

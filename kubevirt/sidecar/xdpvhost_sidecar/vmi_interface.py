@@ -1,6 +1,7 @@
 """The interfaces of a VirtualMachineInstance (JSON, as virt-launcher sends
 it) that use this binding, with what the domain needs of each
-(CONTRACT.md §9, §10).
+(kubevirt/INTERFACES.md, KubeVirt configuration and VMI fields; Domain XML
+rewrite).
 
 Every value taken from the VMI is checked before use: names by the DRA
 plugin's own rules (xdpvhost_dra.names: they become paths), numbers and

@@ -1,4 +1,4 @@
-// Seed 002 on a veth: SO_INCOMING_NAPI_ID, the busy-poll options set,
+// NAPI busy polling (docs/techniques.md) on a veth: SO_INCOMING_NAPI_ID, the busy-poll options set,
 // verified and rolled back on an AF_XDP socket, traffic with preferred and
 // non-preferred busy polling, and the starvation detector against real
 // kernel counters.

@@ -1,8 +1,8 @@
-// Seed 003 at the uplink: a guest floods unicast to a MAC behind the uplink
-// (testpmd txonly at full speed to the peer) with tx_inflight_max 64. The
-// daemon must hold the guest back instead of dropping: no uplink_tx_full
-// drops for unicast, every frame the guest handed over is sent, and the
-// daemon keeps serving a second port on the same service thread meanwhile.
+// A bound on frames in flight (docs/techniques.md) at the uplink: a guest floods unicast to a MAC
+// behind the uplink (testpmd txonly at full speed to the peer) with tx_inflight_max 64. The daemon
+// must hold the guest back instead of dropping: no uplink_tx_full drops for unicast, every frame
+// the guest handed over is sent, and the daemon keeps serving a second port on the same service
+// thread meanwhile.
 
 #include "peer_sockets.hpp"
 #include "uplink_fixture.hpp"

@@ -1,7 +1,7 @@
 // Busy polling, both kinds: NAPI busy polling of the NIC (napi_busy_poll,
-// seed 002) switched on and off at run time -- on veth the socket never gets
+// docs/techniques.md) switched on and off at run time -- on veth the socket never gets
 // a NAPI id, which the status must say -- and the service thread's own busy
-// polling (busy_poll_us, seed 000): 0 is pure event mode. Traffic works both
+// polling (busy_poll_us): 0 is pure event mode. Traffic works both
 // ways in every mode.
 
 #include "uplink_fixture.hpp"

@@ -1,4 +1,4 @@
-// Software GRO on an uplink in multi-buffer mode (issue 11): with MTU 9000 a
+// Software GRO on an uplink in multi-buffer mode: with MTU 9000 a
 // 9014-byte TCP segment from the wire arrives as a chain of AF_XDP
 // descriptors (3 of 4096-byte UMEM frames, 6 of 2048-byte ones), and in-order
 // segments of one flow still reach a guest that negotiated GUEST_TSO4 as one

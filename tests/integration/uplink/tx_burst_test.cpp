@@ -1,4 +1,4 @@
-// Guest TX bursts of thousands of frames through the uplink (seed 004: the
+// Guest TX bursts of thousands of frames through the uplink (docs/techniques.md: the
 // daemon kicks the AF_XDP TX ring only when needed, and in copy mode keeps
 // kicking while descriptors are pending, since the kernel sends a bounded
 // number per sendto). Every frame must arrive at the peer, in order, in event

@@ -96,9 +96,10 @@ def node(name):
 
 def vmi(namespace, name, *, mac=None, interface="fast0", pod_claim_name="vhost", request="vhost-port",
         template="xdpvhost-port"):
-    """A VirtualMachineInstance as KubeVirt stores it (CONTRACT.md §9, the
-    shape of tests/kubevirt/sidecar/vmi-vm1.json): one interface of the
-    vhostuser binding on a DRA network, with macAddress when `mac` is given."""
+    """A VirtualMachineInstance as KubeVirt stores it (kubevirt/INTERFACES.md,
+    KubeVirt configuration and VMI fields; the shape of
+    tests/kubevirt/sidecar/vmi-vm1.json): one interface of the vhostuser
+    binding on a DRA network, with macAddress when `mac` is given."""
     iface = {"name": interface, "binding": {"name": "vhostuser"}}
     if mac:
         iface["macAddress"] = mac
@@ -133,7 +134,7 @@ def claim(namespace, name, *, node_name, device="up0", request="vhost-port", pod
           pod_claim_name="vhost", allocated=True, config=None, results=None, uid=None):
     """A ResourceClaim generated from a template (annotation pod-claim-name),
     allocated and reserved for pod (a launcher_pod() object) as the scheduler
-    leaves it (CONTRACT.md §5.4)."""
+    leaves it (kubevirt/INTERFACES.md, ResourceClaim)."""
     meta = {"name": name, "namespace": namespace, "uid": uid or str(uuid.uuid4())}
     if pod_claim_name:
         meta["annotations"] = {"resource.kubernetes.io/pod-claim-name": pod_claim_name}

@@ -5,10 +5,11 @@
 - every object, in every manifest file and in both renderings, validates
   against the API models: Kubernetes and Prometheus Operator through the npm
   models in tooling/ (validate_models.mjs, unknown fields refused),
-  resource.k8s.io/v1 also against the OpenAPI-derived JSON Schema of
-  shared/reference/kubevirt (tests/kubevirt/schemas), KubeVirt objects
-  against KubeVirt's API models (plus the DRA network fields of CONTRACT.md
-  §9), OpenShift's SCC against tests/kubevirt/schemas;
+  resource.k8s.io/v1 also against the OpenAPI-derived JSON Schema in
+  tests/kubevirt/schemas (kubevirt/INTERFACES.md, Resource API objects),
+  KubeVirt objects against KubeVirt's API models (plus the DRA network
+  fields of kubevirt/INTERFACES.md, KubeVirt configuration and VMI fields),
+  OpenShift's SCC against tests/kubevirt/schemas;
 - the DaemonSet has what a node-critical AF_XDP daemon needs (priority,
   tolerations, update strategy, probes that fit xdpvhostctl's timeout,
   Guaranteed QoS with whole CPUs, the kubelet plugin/CDI host paths, one
@@ -503,7 +504,7 @@ class Metrics(unittest.TestCase):
 
     def test_the_fd_growth_alert_fires_on_a_leak_and_not_on_churn(self):
         """promtool's rule unit tests on XdpvhostFdsGrowing: a daemon leaking
-        12 fds every 5 minutes (the kind of leak issue 23 found) is alerted
+        12 fds every 5 minutes (a slow fd leak on a periodic path) is alerted
         within 8 hours; one whose fds swing with guests coming and going, or
         sit high but flat, is not."""
         rule = load(os.path.join(KUBE, "monitoring", "prometheusrule.yaml"))[0]

@@ -10,7 +10,8 @@
 //     (generated from KubeVirt's OpenAPI): unknown fields, required fields
 //     and primitive types, from their TypeScript interfaces. That release
 //     predates DRA networks, so the two fields KubeVirt added for them
-//     (CONTRACT.md §9) are added here as EXTENSIONS, and nothing else.
+//     (kubevirt/INTERFACES.md, KubeVirt configuration and VMI fields) are
+//     added here as EXTENSIONS, and nothing else.
 //
 //   node validate_models.mjs OBJECTS.json
 // OBJECTS.json: [{"source": "...", "object": {...}}, ...]. Prints one line
@@ -79,7 +80,8 @@ const kubevirtText = () => fs.readFileSync(
   path.join(modules, "@kubevirt-ui-ext/kubevirt-api/dist/kubevirt/index.d.ts"), "utf8");
 let kubevirtIndex = null;
 const EXTENSIONS = {
-  // CONTRACT.md §9: VMI spec.networks[].resourceClaim (ClaimRequest).
+  // kubevirt/INTERFACES.md, KubeVirt configuration and VMI fields: VMI
+  // spec.networks[].resourceClaim (ClaimRequest).
   V1Network: { resourceClaim: { type: "V1ClaimRequest", optional: true } },
   V1ClaimRequest: { claimName: { type: "string", optional: true },
                     requestName: { type: "string", optional: true } },

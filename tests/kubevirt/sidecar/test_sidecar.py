@@ -27,8 +27,8 @@ DOMAIN = open(os.path.join(HERE, "domain-vm1.xml"), "rb").read()
 VMI = json.load(open(os.path.join(HERE, "vmi-vm1.json")))
 TEMPLATE_META = "resourceclaimtemplates/vhost/vhost-port/xdpvhost.io-metadata.json"
 
-# The interface CONTRACT.md §10 documents for this VM (metadata socket path
-# and MTU filled in per case).
+# The interface the upstream binding writes for this VM (kubevirt/INTERFACES.md,
+# Domain XML rewrite; metadata socket path and MTU filled in per case).
 EXPECTED_INTERFACE = """
 <interface type="vhostuser">
   <mac address="02:00:00:00:00:01"></mac>
