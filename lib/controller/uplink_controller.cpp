@@ -38,7 +38,8 @@ UplinkController::UplinkController(Dataplane& dataplane, boost::asio::io_context
       tunables_(tunables),
       bpf_object_(std::move(bpf_object)),
       stats_timer_(io),
-      retry_timer_(io) {
+      retry_timer_(io),
+      soon_timer_(io) {
   // Until the interface is set up: what the running kernel promises.
   frame_facts_.frame_size = config_.frame_size;
   frame_facts_.ifname = config_.interface;
@@ -50,6 +51,7 @@ UplinkController::~UplinkController() {
   alive_.reset();
   stats_timer_.cancel();
   retry_timer_.cancel();
+  soon_timer_.cancel();
   if (monitor_wait_) {
     monitor_wait_->cancel();
     monitor_wait_->release();
@@ -190,7 +192,8 @@ void UplinkController::retry_later() {
 // by another socket, our program detached by someone else (ip link set dev
 // X xdp off, xdp-loader unload). Only while the interface is there.
 void UplinkController::periodic_check() {
-  if (program_ && !program_->still_attached()) {
+  const bool taken_away = program_ && !program_->still_attached();
+  if (taken_away) {
     spdlog::warn(
         "uplink {}: its XDP program is no longer on {} (removed by someone else); "
         "attaching it again",
@@ -198,11 +201,31 @@ void UplinkController::periodic_check() {
     teardown();
   }
   if (program_) follow_mtu();
-  const bool unbound = std::any_of(ports_.begin(), ports_.end(),
-                                   [](const auto& p) { return !p->status().bound.load(); });
-  if (!monitor_ || (program_ && !unbound)) return;
+  // The kernel lets go of the removed program's socket a moment later: a
+  // bind to its queue before that is refused (EBUSY). Tried again soon,
+  // not only at the next check.
+  if (!repair() && taken_away) retry_soon(kFirstSoonRetry);
+}
+
+void UplinkController::retry_soon(std::chrono::milliseconds wait) {
+  if (wait >= kRetryInterval) return;  // the regular check goes on from here
+  std::weak_ptr<int> alive = alive_;
+  soon_timer_.expires_after(wait);
+  soon_timer_.async_wait([this, alive, wait](const boost::system::error_code& ec) {
+    if (ec || alive.expired()) return;
+    ++soon_retries_;
+    if (!repair()) retry_soon(wait * 2);
+  });
+}
+
+bool UplinkController::repair() {
+  const auto all_bound = [this] {
+    return std::all_of(ports_.begin(), ports_.end(),
+                       [](const auto& p) { return p->status().bound.load(); });
+  };
+  if (!monitor_ || (program_ && all_bound())) return true;
   nic::LinkEvent link;
-  if (!monitor_->lookup(config_.interface, link)) return;  // its return is a link event
+  if (!monitor_->lookup(config_.interface, link)) return true;  // its return is a link event
   std::string why;
   bool ok = true;
   if (!program_) {
@@ -220,6 +243,7 @@ void UplinkController::periodic_check() {
   } else if (sys::worth_logging(++failed_retries_)) {
     spdlog::warn("uplink {}: still not set up: {} (try #{})", config_.name, why, failed_retries_);
   }
+  return program_ && all_bound();
 }
 
 // The interface's MTU bounds the frames it carries (and the guest MTUs

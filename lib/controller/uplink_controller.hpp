@@ -14,6 +14,8 @@
 //                                 interface is there (a queue that appears
 //                                 with ethtool -L, a socket that let go of it)
 //   program detached by others -> noticed within kRetryInterval, attached again
+//                                 (a queue the kernel has not let go of yet is
+//                                 tried again after 100, 200, ... ms)
 //   MTU changed                -> frame limit follows within kRetryInterval
 
 #include <boost/asio/io_context.hpp>
@@ -63,6 +65,7 @@ class UplinkController {
   // with this uplink's overrides applied, `bpf_object` the XDP object's path
   // (empty: the default search).
   static constexpr std::chrono::seconds kRetryInterval{5};
+  static constexpr std::chrono::milliseconds kFirstSoonRetry{100};
 
   UplinkController(Dataplane& dataplane, boost::asio::io_context& io, UplinkConfig config,
                    std::uint32_t id, const Tunables& tunables, std::string bpf_object);
@@ -108,6 +111,8 @@ class UplinkController {
   // that did not exist). Runs for months: it must hold nothing when nothing
   // changed (tests run it thousands of times).
   void periodic_check();
+  // Repairs run soon after a check found our program removed (retry_soon).
+  std::uint64_t soon_retries() const noexcept { return soon_retries_; }
 
   // What a MAC is known to be outside the guests (port security: no guest
   // learns it). The node's interface (in the daemon's network namespace,
@@ -132,6 +137,13 @@ class UplinkController {
   // unbound one never reads it); it waits here until one is bound.
   void hand_flood_socket();
   void retry_later();
+  // Sets up or binds what is missing while the interface is there; true when
+  // nothing is missing (or nothing can be done until a link event).
+  bool repair();
+  // After our program was removed by someone else and the queues could not
+  // be bound again at once: repair() after `wait`, doubling, until it works
+  // or the wait reaches kRetryInterval.
+  void retry_soon(std::chrono::milliseconds wait);
   void follow_mtu();
 
   Dataplane& dataplane_;
@@ -168,6 +180,8 @@ class UplinkController {
   std::optional<boost::asio::posix::stream_descriptor> monitor_wait_;
   boost::asio::steady_timer stats_timer_;
   boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer soon_timer_;
+  std::uint64_t soon_retries_ = 0;    // repairs retry_soon() ran
   std::uint64_t failed_retries_ = 0;  // for rate-limited logging
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };

@@ -130,5 +130,35 @@ TEST_F(UplinkPeriodicCheck, ThousandsOfChecksFollowEveryChangeAndHoldNothing) {
   EXPECT_EQ(after.threads, before.threads);
 }
 
+// Someone removes our program; the next check attaches it again at once, but
+// the kernel may not have let go of the old socket yet (EBUSY on the bind).
+// The queue is then bound again within a second or two, by repairs soon
+// after the check, not five seconds later at the next one.
+TEST_F(UplinkPeriodicCheck, AQueueStillBusyAfterAForeignDetachIsBoundSoonNotAtTheNextCheck) {
+  std::string out;
+  int at_once = 0, soon = 0;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(run_in_a(std::string("ip link set dev ") + kIfA + " xdp off", &out), 0) << out;
+    const std::uint64_t retries = uplink_->soon_retries();
+    uplink_->periodic_check();
+    io_.poll();
+    ASSERT_TRUE(attached()) << i;
+    if (bound()) {
+      ++at_once;
+      continue;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!bound() && std::chrono::steady_clock::now() < deadline) {
+      io_.restart();
+      io_.run_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(bound()) << i << ": not bound 3 s after the check";
+    EXPECT_GT(uplink_->soon_retries(), retries) << i << ": bound by a repair soon after";
+    ++soon;
+  }
+  std::printf("%d re-attachments bound at once, %d by a repair soon after the check\n", at_once,
+              soon);
+}
+
 }  // namespace
 }  // namespace xdpvhost::xsk::test
