@@ -131,9 +131,12 @@ void print_uplink_list(const json& uplinks, std::ostream& out) {
         busy = std::string(n.value("active", false) ? "active" : "inactive") + " (" +
                n.value("reason", std::string()) + ")";
       }
+      // "copy, multi-buffer": frames longer than a UMEM frame travel as chains.
+      std::string bound = cell(q, "bind_mode");
+      if (q.value("multi_buffer", false)) bound += ", multi-buffer";
       t.add({cell(u, "name"), cell(u, "interface"), cell(u, "link"), cell(u, "bind"),
-             cell(q, "queue"), cell(q, "bind_mode"), cell(q, "tx_checksum"), cell(q, "napi_id"),
-             cell(q, "thread"), busy});
+             cell(q, "queue"), bound, cell(q, "tx_checksum"), cell(q, "napi_id"), cell(q, "thread"),
+             busy});
     }
   }
   t.print(out);

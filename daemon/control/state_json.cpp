@@ -163,6 +163,7 @@ json uplink_status(const UplinkConfig& config, const controller::UplinkControlle
   for (const auto& q : u.queue_reports())
     queues.push_back(json{{"queue", q.queue},
                           {"bind_mode", q.bind_mode},
+                          {"multi_buffer", q.multi_buffer},
                           {"tx_checksum", q.tx_checksum},
                           {"napi_id", q.napi_id},
                           {"thread", q.thread},
