@@ -6,6 +6,8 @@
 // -- without restarting the daemon.
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include "peer_sockets.hpp"
@@ -121,6 +123,69 @@ TEST_F(LinkLifecycle, DeletedAndCreatedAgain) {
   ASSERT_NO_FATAL_FAILURE(expect_bound_to_the_new_interface());
   EXPECT_TRUE(daemon_->running());
   EXPECT_EQ(daemon_->pid(), pid);
+}
+
+// A node's uplink that flaps for days, compressed: 1000 down/up flaps (in
+// bursts of 100, as fast as ip can make them) and 30 deletions and
+// re-creations (three back to back, ten times) through the running daemon.
+// It follows every one (after each burst the status says up and the queue
+// is bound), traffic flows afterwards, and the daemon holds what it held
+// before: fds by kind, every kind of mapping, its threads, its BPF objects,
+// and about its memory (the resource ledger in status).
+TEST_F(LinkLifecycle, AThousandFlapsAndThirtyRecreationsHoldNothing) {
+  constexpr int kBursts = 10;
+  constexpr int kFlapsPerBurst = 100;
+  constexpr int kRecreationRounds = 10;
+  constexpr int kRecreationsPerRound = 3;
+  ASSERT_NO_FATAL_FAILURE(start_with_guest(vm1_));
+  std::string out;
+  std::string batch;  // `ip -batch` input: one burst of flaps
+  for (int i = 0; i < kFlapsPerBurst; ++i)
+    batch += std::string("link set ") + UplinkLab::kNodeIf + " down\nlink set " +
+             UplinkLab::kNodeIf + " up\n";
+  const std::string batch_file = "/tmp/xdpvhost-flaps-" + std::to_string(::getpid());
+  {
+    std::ofstream f(batch_file);
+    f << batch;
+  }
+  const auto flaps = [&] {
+    ASSERT_EQ(lab_.in_node("ip -batch " + batch_file, &out), 0) << out;
+    ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; }))
+        << uplink_status().dump();
+  };
+  const auto recreations = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(lab_.delete_veth(&out)) << out;
+      ASSERT_TRUE(lab_.create_veth(out)) << out;
+    }
+    ASSERT_TRUE(wait_for([&] { return link() == "up" && bind_mode() == "copy"; }))
+        << uplink_status().dump();
+  };
+  // Warm-up: what is allocated once (libbpf's caches, the allocator's
+  // arenas) is in the baseline.
+  ASSERT_NO_FATAL_FAILURE(flaps());
+  ASSERT_NO_FATAL_FAILURE(recreations(1));
+  ASSERT_NO_FATAL_FAILURE(check_udp_both_ways(*vm1_, kVm1));
+  const json before = call("status").at("resources");
+  for (int i = 0; i < kBursts; ++i) ASSERT_NO_FATAL_FAILURE(flaps()) << "burst " << i;
+  for (int i = 0; i < kRecreationRounds; ++i)
+    ASSERT_NO_FATAL_FAILURE(recreations(kRecreationsPerRound)) << "round " << i;
+  std::remove(batch_file.c_str());
+  ASSERT_NO_FATAL_FAILURE(expect_bound_to_the_new_interface());
+  const json after = call("status").at("resources");
+  std::printf("%d flaps, %d re-creations: fds %s -> %s, rss %s -> %s bytes\n",
+              kBursts * kFlapsPerBurst, kRecreationRounds * kRecreationsPerRound,
+              before.at("fds").at("total").dump().c_str(),
+              after.at("fds").at("total").dump().c_str(), before.at("rss_bytes").dump().c_str(),
+              after.at("rss_bytes").dump().c_str());
+  EXPECT_EQ(after.at("fds"), before.at("fds"));
+  EXPECT_EQ(after.at("mapped"), before.at("mapped"));
+  EXPECT_EQ(after.at("threads"), before.at("threads"));
+  EXPECT_EQ(after.at("bpf_maps").size(), before.at("bpf_maps").size());
+  EXPECT_EQ(after.at("bpf_programs").size(), before.at("bpf_programs").size());
+  EXPECT_LT(after.at("rss_bytes").get<std::int64_t>() - before.at("rss_bytes").get<std::int64_t>(),
+            4 << 20)
+      << "the daemon's memory grew";
 }
 
 TEST_F(LinkLifecycle, InterfaceThatAppearsAfterTheDaemonStarted) {
