@@ -42,7 +42,8 @@ import scenario_uplink  # noqa: E402
 from scenario_result import Pending, ScenarioResult, print_summary  # noqa: E402
 
 # name, what it shows, function. Run in this order. Typical durations under
-# TCG on 2 cores (5 s / 3 s iperf3 tests, 5 restart cycles) are in README.md.
+# TCG on 2 cores (5 s / 3 s iperf3 tests, 5 restart cycles) are in
+# tests/e2e/README.md.
 SCENARIOS = [
     ("pair", "two guests, QEMU client (reconnect=1) / daemon server: ping, TCP both ways, UDP, "
              "HTTP sha256, CSUM and TSO guest to guest", scenario_pair.run_pair),

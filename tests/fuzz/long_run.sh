@@ -1,5 +1,5 @@
 #!/bin/sh
-# Long offline fuzz runs, one target at a time (the figures in README.md).
+# Long offline fuzz runs, one target at a time (the figures in docs/testing.md).
 # Usage: tests/fuzz/long_run.sh [BUILD_DIR] TARGET:MAX_SECONDS ...
 # Each target runs at niceness XDPVHOST_FUZZ_NICE (default 10, absolute, and
 # its session's autogroup at the same level; under

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from . import names
 
 # AF_XDP leaves 256 bytes of XDP headroom in a UMEM frame; a guest frame is
-# MTU + 18 (Ethernet header and one VLAN tag). README "AF_XDP frame room".
+# MTU + 18 (Ethernet header and one VLAN tag). docs/operating.md "AF_XDP frame room".
 XDP_HEADROOM = 256
 FRAME_OVERHEAD = 18
 MIN_MTU = 68

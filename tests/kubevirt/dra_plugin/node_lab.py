@@ -67,7 +67,7 @@ class Network:
     def add_link(self, node_if, peer_if, mtu=UPLINK_MTU):
         netns.run("ip", "-n", self.node, "link", "add", node_if, "mtu", str(mtu), "type", "veth",
                   "peer", "name", peer_if, "mtu", str(mtu), "netns", self.peer)
-        # A software peer must send complete checksums (README: known facts).
+        # A software peer must send complete checksums (docs/operating.md: known facts).
         netns.run_in(self.peer, "ethtool", "-K", peer_if, "tx", "off")
         netns.run("ip", "-n", self.node, "link", "set", node_if, "up")
         netns.run("ip", "-n", self.peer, "link", "set", peer_if, "up")
