@@ -6,7 +6,8 @@ Checks each tracked Markdown file for
     exist (relative to the document; an #anchor is ignored);
   - named paths in backticks (`lib/dataplane/guest_port.cpp`,
     `tests/unit/vhost/`): a path that starts with a top-level folder of the
-    repo must exist. A path with a wildcard (*, {, <, ...), a placeholder
+    repo must exist, and a source file named without its folder
+    (`guest_port.hpp`) must be some file's name. A path with a wildcard (*, {, <, ...), a placeholder
     in capitals (NAME) or a build output (build/, build-fuzz/) is not
     checked; a path without its extension names the files it starts
     (daemon/control/control_server: .cpp and .hpp);
@@ -27,6 +28,9 @@ IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 CODE = re.compile(r"`([^`\n]+)`")
 WILDCARD = re.compile(r"[*{}<>$?\[\]|]|\.\.\.")
 SKIP_PREFIX = ("build/", "build-fuzz/", "build-")
+# A source file named without its folder (`guest_port.hpp` in a folder's
+# README): some file in the repo has that name.
+BARE_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.(hpp|cpp|h|c|py|sh|mjs|proto)$")
 PLACEHOLDER = re.compile(r"(^|/)(NAME|N|X|ID|DIR|PATH|VERSION)(\.|/|$)")
 # References that resolve only outside the repo, and what to write instead.
 ELSEWHERE = [
@@ -65,6 +69,7 @@ def check(root: pathlib.Path) -> list[str]:
     all_files = tracked(root)
     files = set(all_files)
     tops = top_folders(all_files)
+    basenames = {f.rsplit("/", 1)[-1] for f in all_files}
     broken = []
     for doc in sorted(f for f in all_files if f.endswith(".md")):
         path = root / doc
@@ -85,6 +90,9 @@ def check(root: pathlib.Path) -> list[str]:
                     broken.append(f"{doc}: link to {target} ({rel}) does not exist")
             for named in CODE.findall(line):
                 named = named.strip()
+                if BARE_FILE.match(named) and named not in basenames:
+                    broken.append(f"{doc}: names `{named}`, which no file in the repo is called")
+                    continue
                 if " " in named or "/" not in named or WILDCARD.search(named):
                     continue
                 named = named.split(":")[0]  # file:line

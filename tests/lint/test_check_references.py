@@ -47,6 +47,12 @@ class References(unittest.TestCase):
         self.write("docs/more.md", "`lib/sys/old_name.hpp` holds it\n")
         self.assertIn("lib/sys/old_name.hpp", check_references.check(self.root)[0])
 
+    def test_a_source_file_named_without_its_folder_must_exist_somewhere(self):
+        self.write("lib/sys/README.md", "`unique_fd.hpp` and `<xdp/xsk.h>`\n")
+        self.assertEqual(check_references.check(self.root), [])
+        self.write("lib/sys/README.md", "`checksum.hpp` holds the sums\n")
+        self.assertIn("checksum.hpp", check_references.check(self.root)[0])
+
     def test_references_that_resolve_elsewhere_are_reported(self):
         self.write("lib/sys/a.cpp", "// fixed in issue 12\n// seed 003: bound\n")
         self.write("kubevirt/x.py", '"""CONTRACT.md §6"""\n')
