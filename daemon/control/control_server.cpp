@@ -153,8 +153,7 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
 
 ControlServer::ControlServer(boost::asio::io_context& io, Options options, Handler handler,
                              TooLarge too_large)
-    : io_(io),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       handler_(std::move(handler)),
       too_large_(std::move(too_large)),
       listener_(io) {}

@@ -71,7 +71,6 @@ class ControlServer {
   bool allowed(int fd, bool& is_root, std::string& who) const;
   void close(const std::shared_ptr<Session>& session);
 
-  boost::asio::io_context& io_;
   Options options_;
   Handler handler_;
   TooLarge too_large_;
