@@ -78,6 +78,7 @@ struct PortCounters {
   Counter gso_segments;           // segments made here in software from GSO frames
   Counter csum_software;          // partial checksums finished here in software
   Counter csum_offloaded;         // partial checksums handed to the NIC (AF_XDP TX metadata)
+  Counter waits;                  // times a frame from it waited for a full destination
   std::array<Counter, kDropReasons> drops;
   std::array<Counter, net::kOffloadErrorCount> offload_refused;  // by OffloadError
   std::array<Counter, kMacRefusals> mac_refused;                 // by MacRefusal
@@ -89,7 +90,7 @@ struct PortCounters {
   void refused(MacRefusal r) noexcept { mac_refused[static_cast<std::size_t>(r)].add(); }
 };
 
-inline constexpr std::array<CounterField<PortCounters>, 14> kPortCounters{{
+inline constexpr std::array<CounterField<PortCounters>, 15> kPortCounters{{
     {&PortCounters::rx_packets,
      {"rx_packets", "packets_total",
       "Frames per port, seen from the switch: rx taken from the port (a guest's transmit "
@@ -150,6 +151,11 @@ inline constexpr std::array<CounterField<PortCounters>, 14> kPortCounters{{
       "or handed to the NIC (AF_XDP TX checksum offload).",
       "path", "software"}},
     {&PortCounters::csum_offloaded, {"csum_offloaded", "checksums_total", "", "path", "offloaded"}},
+    {&PortCounters::waits,
+     {"waits", "waits_total",
+      "Times a unicast frame from the port waited because its destination was full (an "
+      "uplink's TX ring, the mailbox toward another service thread): it stayed on the port's "
+      "ring and was taken again in a later round, nothing dropped (lib/dataplane/README.md)."}},
 }};
 
 // A guest's refused offload requests, by reason (net::OffloadError): JSON

@@ -19,7 +19,7 @@ enum class DropReason : std::uint8_t {
   kMalformed,           // shorter than an Ethernet header
   kBadOffload,          // a virtio-net header whose GSO/checksum request the frame contradicts
   kHairpin,             // destination is the port it came from
-  kMailboxFull,         // the service thread owning the destination was too far behind
+  kMailboxFull,         // a flooded frame for another thread whose mailbox was full (unicast waits)
   kPortGone,            // the destination port was removed while the frame was in flight
   kUplinkDown,          // the uplink interface is down or gone
   kUplinkTxFull,        // no room on the AF_XDP TX ring (flooded frames only; unicast waits)

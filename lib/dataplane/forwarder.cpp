@@ -5,32 +5,32 @@
 
 namespace xdpvhost::dataplane {
 
-bool Forwarder::forward(Port& from, const Frame& frame) noexcept {
-  if (table_ == nullptr) {
-    from.counters().drop(DropReason::kUnknownDestination);
-    return true;
+Forwarder::Route Forwarder::route(const Port& from, const Frame& frame) const noexcept {
+  if (table_ == nullptr) return {};
+  if (frame.is_multicast()) return {.flood = true};
+  if (const SwitchEntry* to = table_->find_guest(frame.dst()); to && table_->reaches(from, *to)) {
+    if (to->port->group() == from.group()) return {.drop = DropReason::kHairpin};
+    // A guest with receive queues on several threads: the flow's group.
+    if (table_->spreads(*to)) to = &table_->rx_group(*to, flow_hash(frame));
+    return {.to = to};
   }
-  if (frame.is_multicast()) {
+  if (from.kind() == PortKind::kGuest && from.uplink() != Port::kNoUplinkId) {
+    if (const SwitchEntry* up = table_->uplink_queue(from.uplink(), thread_)) return {.to = up};
+    return {.drop = DropReason::kUplinkDown};
+  }
+  return {};
+}
+
+bool Forwarder::forward(Port& from, const Frame& frame, const Route& route) noexcept {
+  if (route.flood) {
     flood(from, frame);
     return true;
   }
-  if (const SwitchEntry* to = table_->find_guest(frame.dst()); to && table_->reaches(from, *to)) {
-    if (to->port->group() == from.group()) {
-      from.counters().drop(DropReason::kHairpin);
-      return true;
-    }
-    // A guest with receive queues on several threads: the flow's group.
-    if (table_->spreads(*to)) to = &table_->rx_group(*to, flow_hash(frame));
-    return send(from, *to, frame, /*unicast=*/true);
-  }
-  if (from.kind() == PortKind::kGuest && from.uplink() != Port::kNoUplinkId) {
-    if (const SwitchEntry* up = table_->uplink_queue(from.uplink(), thread_))
-      return send(from, *up, frame, /*unicast=*/true);
-    from.counters().drop(DropReason::kUplinkDown);
+  if (route.to == nullptr) {
+    from.counters().drop(route.drop);
     return true;
   }
-  from.counters().drop(DropReason::kUnknownDestination);
-  return true;
+  return send(from, *route.to, frame, /*unicast=*/true);
 }
 
 void Forwarder::flood(Port& from, const Frame& frame) noexcept {
@@ -47,7 +47,7 @@ void Forwarder::flood(Port& from, const Frame& frame) noexcept {
 
 bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept {
   if (to.thread == thread_) {
-    if (unicast && !to.port->can_accept(frame)) return false;
+    if (unicast && !to.port->can_accept(frame)) return wait(from);
     to.port->deliver(frame);
     return true;
   }
@@ -59,7 +59,7 @@ bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool
     return true;
   }
   if (box == nullptr || !box->push(to.port_id, frame)) {
-    if (unicast && box != nullptr) return false;
+    if (unicast && box != nullptr) return wait(from);
     from.counters().drop(DropReason::kMailboxFull);
     return true;
   }
@@ -75,7 +75,7 @@ bool Forwarder::push_segments(Port& from, Mailbox& box, const SwitchEntry& to, c
     return true;
   }
   if (segmenter.total() > box.share_for_one_frame()) {
-    if (unicast) return false;  // the sender waits, as for a full mailbox
+    if (unicast) return wait(from);  // as for a full mailbox
     from.counters().drop(DropReason::kMailboxFull);
     return true;
   }

@@ -36,10 +36,24 @@ class Forwarder {
   const SwitchTable* table() const noexcept { return table_.get(); }
   std::uint16_t thread() const noexcept { return thread_; }
 
+  // Where a frame from `from` goes: flooded, one port (a guest's queue group
+  // for the frame's flow, or the sending guest's uplink queue), or nowhere
+  // (dropped, and why). Computed once per frame: a port that looks at the
+  // destination before forwarding (the uplink's GRO) passes it on.
+  struct Route {
+    bool flood = false;
+    const SwitchEntry* to = nullptr;
+    DropReason drop = DropReason::kUnknownDestination;  // when neither
+  };
+  Route route(const Port& from, const Frame& frame) const noexcept;
+
   // Forwards a frame taken from `from`. Returns false if a unicast frame
   // cannot be taken now (destination full): the caller keeps it and stops
   // taking frames from that source for this round (back-pressure).
-  bool forward(Port& from, const Frame& frame) noexcept;
+  bool forward(Port& from, const Frame& frame) noexcept {
+    return forward(from, frame, route(from, frame));
+  }
+  bool forward(Port& from, const Frame& frame, const Route& route) noexcept;
 
   // Threads this one pushed frames to since the last call; clears the set.
   template <class Fn>
@@ -53,6 +67,12 @@ class Forwarder {
 
  private:
   bool send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept;
+  // A unicast frame whose destination is full now: the sender keeps it
+  // (counted as a wait); returns false for forward() to say so.
+  static bool wait(Port& from) noexcept {
+    from.counters().waits.add();
+    return false;
+  }
   void flood(Port& from, const Frame& frame) noexcept;
   // A GSO frame longer than a mailbox slot, as segments (made in software),
   // within the mailbox's share for one frame (Mailbox::share_for_one_frame).

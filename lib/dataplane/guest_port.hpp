@@ -93,11 +93,6 @@ class GuestPort final : public Port {
   std::uint64_t features() const noexcept { return features_.load(std::memory_order_relaxed); }
   // Frames waiting for the guest to post receive buffers.
   std::uint32_t held() const noexcept { return held_.load(std::memory_order_relaxed); }
-  // The guest takes TSO frames (GUEST_TSO4 / GUEST_TSO6): what an uplink's
-  // GRO may make for it. Any thread.
-  bool takes_tso(bool ipv6) const noexcept {
-    return (takes_gso_.load(std::memory_order_relaxed) & (ipv6 ? 2u : 1u)) != 0;
-  }
 
   // Frames a port holds at most while its guest has no receive buffer.
   static constexpr std::uint32_t kBacklogFrames = 256;
@@ -123,6 +118,9 @@ class GuestPort final : public Port {
   // ---- Port ----
   unsigned poll(Forwarder& forwarder) override;
   void deliver(const Frame& frame) override;
+  bool takes_tso(bool ipv6) const noexcept override {
+    return (takes_gso_.load(std::memory_order_relaxed) & (ipv6 ? 2u : 1u)) != 0;
+  }
   void end_burst() override;
   bool prepare_sleep() override;
   void after_wake() override;

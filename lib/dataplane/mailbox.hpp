@@ -68,7 +68,11 @@ class Mailbox {
     return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
   }
 
-  // Consumer: calls fn(port_id, frame) for up to `max` frames; returns how many.
+  // Consumer: calls fn(port_id, frame) for up to `max` frames, in order;
+  // returns how many it took. fn returns false to leave the frame (and
+  // every later one) in the mailbox: its destination cannot take it now, and
+  // it is offered again at the next drain. The producer meanwhile finds the
+  // mailbox filling, and its senders wait in turn.
   template <class Fn>
   unsigned drain(unsigned max, Fn&& fn) noexcept {
     const std::uint32_t head = head_.load(std::memory_order_acquire);
@@ -79,7 +83,7 @@ class Mailbox {
       const Span span{s.data, s.len};
       Frame frame(span, s.offload);
       frame.data_valid = s.data_valid;
-      fn(s.port_id, frame);
+      if (!fn(s.port_id, frame)) break;
       ++tail;
       ++n;
     }

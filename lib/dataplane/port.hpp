@@ -63,6 +63,10 @@ class Port {
   // Whether this unicast frame would be taken now; false asks the sender to
   // leave it where it is (back-pressure) rather than drop it.
   virtual bool can_accept(const Frame& /*frame*/) const noexcept { return true; }
+  // Whether the port takes TCP GSO frames whole (a guest with GUEST_TSO4 or
+  // GUEST_TSO6 for that IP version): what an uplink's GRO may make for it.
+  // Any thread.
+  virtual bool takes_tso(bool /*ipv6*/) const noexcept { return false; }
   // End of a poll round: publish used entries, signal, kick.
   virtual void end_burst() = 0;
   // Before the thread sleeps: re-enable notifications; true if work arrived

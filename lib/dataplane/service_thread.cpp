@@ -171,10 +171,16 @@ unsigned ServiceThread::drain_inboxes() {
   for (auto& box : inboxes_) {
     if (!box || box->empty()) continue;
     n += box->drain(tunables_.rx_burst, [this](std::uint32_t id, const Frame& frame) {
-      if (Port* p = local_port(id))
-        p->deliver(frame);
-      else
+      Port* p = local_port(id);
+      if (p == nullptr) {
         counters_.dropped_port_gone.add();
+        return true;
+      }
+      // One rule for a full destination (lib/dataplane/README.md): a unicast
+      // frame waits, here in the mailbox as on its sender's ring.
+      if (!frame.is_multicast() && !p->can_accept(frame)) return false;
+      p->deliver(frame);
+      return true;
     });
   }
   return n;

@@ -10,12 +10,13 @@
 namespace xdpvhost::dataplane {
 
 struct Tunables {
-  std::uint32_t busy_poll_us = 50;  // keep polling this long after the last work (000)
-  std::uint32_t signal_batch = 32;  // used entries published per interrupt decision (001)
+  // The techniques behind them: docs/techniques.md.
+  std::uint32_t busy_poll_us = 50;  // keep polling this long after the last work (busy polling)
+  std::uint32_t signal_batch = 32;  // used entries published per interrupt decision (batching)
   std::uint32_t rx_burst = 64;      // frames taken from an uplink RX ring per round
   std::uint32_t tx_burst = 64;      // packets taken from a guest TX queue per round (GSO: segments)
-  std::uint32_t tx_inflight_max = 1024;  // frames between AF_XDP TX and completion (003)
-  bool napi_busy_poll = false;           // drive the NIC's NAPI from the service thread (002)
+  std::uint32_t tx_inflight_max = 1024;  // frames between AF_XDP TX and completion (a bound)
+  bool napi_busy_poll = false;           // drive the NIC's NAPI from the service thread
   std::uint32_t busy_poll_budget = 64;   // SO_BUSY_POLL_BUDGET
   std::uint32_t flood_rate = 10000;  // broadcast/multicast frames per second a guest sends; 0: any
   bool operator==(const Tunables&) const = default;

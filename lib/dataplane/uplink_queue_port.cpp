@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include "dataplane/forwarder.hpp"
-#include "dataplane/guest_port.hpp"
 #include "net/byte_order.hpp"
 #include "net/ethernet.hpp"
 #include "net/gso_segmenter.hpp"
@@ -220,7 +219,11 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
     Frame frame(span);
     if (!frame.has_ethernet_header()) {
       counters().drop(DropReason::kMalformed);
-    } else if (coalescable(frame, forwarder)) {
+      umem_->frames().free(d.addr);
+      continue;
+    }
+    const Forwarder::Route route = forwarder.route(*this, frame);
+    if (coalescable(frame, route, forwarder)) {
       const net::GroResult r = gro_.offer(data, d.len, /*checksum_verified=*/false, deliver);
       counters().rx_packets.add();
       counters().rx_bytes.add(d.len);
@@ -229,9 +232,9 @@ unsigned UplinkQueuePort::poll_rx(Forwarder& forwarder) {
         continue;
       }
       frame.data_valid = r.data_valid;
-      forward_unheld(forwarder, frame);
+      forwarder.forward(*this, frame, route);  // a guest on this thread: taken
     } else {
-      if (!forwarder.forward(*this, frame)) break;  // destination full: keep the rest
+      if (!forwarder.forward(*this, frame, route)) break;  // destination full: keep the rest
       counters().rx_packets.add();
       counters().rx_bytes.add(d.len);
     }
@@ -268,7 +271,11 @@ bool UplinkQueuePort::forward_chain(Forwarder& forwarder, GroDeliver& deliver, s
   frame.len = packet.len;
   if (!load_ethernet_header(frame)) {
     counters().drop(DropReason::kMalformed);
-  } else if (coalescable(frame, forwarder)) {
+    release();
+    return true;
+  }
+  const Forwarder::Route route = forwarder.route(*this, frame);
+  if (coalescable(frame, route, forwarder)) {
     // GRO copies the ranges it keeps: chain_spans_ is free again afterwards.
     const net::GroResult r = gro_.offer(frame.bytes(), /*checksum_verified=*/false, deliver);
     counters().rx_packets.add();
@@ -279,9 +286,9 @@ bool UplinkQueuePort::forward_chain(Forwarder& forwarder, GroDeliver& deliver, s
       return true;
     }
     frame.data_valid = r.data_valid;
-    forward_unheld(forwarder, frame);
+    forwarder.forward(*this, frame, route);  // a guest on this thread: taken
   } else {
-    if (!forwarder.forward(*this, frame)) return false;  // kept on the ring
+    if (!forwarder.forward(*this, frame, route)) return false;  // kept on the ring
     counters().rx_packets.add();
     counters().rx_bytes.add(packet.len);
   }
@@ -289,18 +296,19 @@ bool UplinkQueuePort::forward_chain(Forwarder& forwarder, GroDeliver& deliver, s
   return true;
 }
 
-bool UplinkQueuePort::coalescable(const Frame& frame, const Forwarder& forwarder) const noexcept {
-  if (frame.is_multicast()) return false;
-  const SwitchTable* table = forwarder.table();
-  if (table == nullptr) return false;
-  const SwitchEntry* to = table->find_guest(frame.dst());
-  // A guest on this thread (mailbox slots hold one MTU frame, not 64 KiB)
-  // that takes TSO for the frame's IP version; untagged IPv4/IPv6 only.
-  if (to == nullptr || to->thread != forwarder.thread() || !table->reaches(*this, *to))
+bool UplinkQueuePort::coalescable(const Frame& frame, const Forwarder::Route& route,
+                                  const Forwarder& forwarder) const noexcept {
+  // The queue group that takes the frame's flow is a guest on this thread
+  // (mailbox slots hold one MTU frame, not 64 KiB; and a guest port takes
+  // every frame, into its ring or its backlog, so a frame out of GRO never
+  // meets a full destination) that takes TSO for the frame's IP version;
+  // untagged IPv4/IPv6 only.
+  const SwitchEntry* to = route.to;
+  if (to == nullptr || to->kind != PortKind::kGuest || to->thread != forwarder.thread())
     return false;
   const std::uint16_t ethertype = net::load_be16(frame.eth + 12);
   if (ethertype != net::kEtherTypeIpv4 && ethertype != net::kEtherTypeIpv6) return false;
-  return static_cast<const GuestPort*>(to->port)->takes_tso(ethertype == net::kEtherTypeIpv6);
+  return to->port->takes_tso(ethertype == net::kEtherTypeIpv6);
 }
 
 void UplinkQueuePort::forward_gro(Forwarder& forwarder, const net::GroFrame& f) {
@@ -319,14 +327,7 @@ void UplinkQueuePort::forward_gro(Forwarder& forwarder, const net::GroFrame& f) 
     queue_counters_.gro_frames.add();
     queue_counters_.gro_segments.add(f.segments);
   }
-  forward_unheld(forwarder, frame);
-}
-
-void UplinkQueuePort::forward_unheld(Forwarder& forwarder, const Frame& frame) {
-  // A frame through GRO is not held back: its UMEM frames are freed after
-  // the flush. A destination that is full now (a queue group of the guest on
-  // another thread, its mailbox full) drops it, counted.
-  if (!forwarder.forward(*this, frame)) counters().drop(DropReason::kMailboxFull);
+  forwarder.forward(*this, frame);  // a guest on this thread (coalescable): taken
 }
 
 unsigned UplinkQueuePort::poll_flood(Forwarder& forwarder) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/forwarder.hpp"
 #include "dataplane/port.hpp"
 #include "net/gro_table.hpp"
 #include "dataplane/tunables.hpp"
@@ -91,7 +92,8 @@ class UplinkQueuePort final : public Port {
  private:
   unsigned poll_rx(Forwarder& forwarder);
   // Frames for a guest that takes TSO go through GRO; the rest straight on.
-  bool coalescable(const Frame& frame, const Forwarder& forwarder) const noexcept;
+  bool coalescable(const Frame& frame, const Forwarder::Route& route,
+                   const Forwarder& forwarder) const noexcept;
   void forward_gro(Forwarder& forwarder, const net::GroFrame& f);
   // What GRO hands finished frames to during poll_rx.
   struct GroDeliver {
@@ -109,9 +111,6 @@ class UplinkQueuePort final : public Port {
   bool has_tx_room(std::uint32_t descriptors) const noexcept;
   // UMEM frames a frame of `len` bytes takes on TX.
   std::uint32_t tx_descriptors(std::uint32_t len) const noexcept;
-  // Forwards a frame that cannot wait on the ring (GRO's): dropped, counted,
-  // if its destination is full.
-  void forward_unheld(Forwarder& forwarder, const Frame& frame);
   // TX descriptors a frame of the guests takes here: one chain per segment,
   // each as long as the headers and gso_size.
   std::uint32_t frame_descriptors(const Frame& frame) const noexcept;

@@ -208,6 +208,31 @@ TEST_F(MultiQueueTest, PairsInTwoGroupsShareTheFlowsAndEachFrameArrivesOnce) {
   EXPECT_EQ(pair_of_flow(5), flow);
 }
 
+// What a port that looks before it forwards (the uplink's GRO: is the flow's
+// group a TSO guest on this thread?) sees is where the frame then goes: the
+// flow's queue group, not the guest's first one.
+TEST_F(MultiQueueTest, AFlowsRouteIsTheQueueGroupThatReceivesIt) {
+  build(2);
+  std::array<unsigned, 2> routed_to{};
+  for (unsigned n = 0; n < 64; ++n) {
+    const auto bytes = flow_frame(n);
+    const Span span{bytes.data(), static_cast<std::uint32_t>(bytes.size())};
+    const Frame frame(span);
+    const Forwarder::Route route = forwarder.route(*sender, frame);
+    ASSERT_FALSE(route.flood);
+    ASSERT_NE(route.to, nullptr);
+    const std::size_t g = route.to->port == group[0].get() ? 0 : 1;
+    ASSERT_EQ(route.to->port, group[g].get());
+    ++routed_to[g];
+    const std::uint64_t before = group[g]->counters().tx_packets.get();
+    sender_guest->send(bytes);
+    round();
+    EXPECT_EQ(group[g]->counters().tx_packets.get(), before + 1) << "flow " << n;
+  }
+  EXPECT_GT(routed_to[0], 0u);
+  EXPECT_GT(routed_to[1], 0u) << "every flow routed to the first group";
+}
+
 TEST_F(MultiQueueTest, ABroadcastReachesAGuestOfSeveralGroupsOnce) {
   build(2);
   sender_guest->send(test::udp_frame(kBroadcast, kMacA, 40));
