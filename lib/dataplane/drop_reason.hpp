@@ -28,14 +28,12 @@ enum class DropReason : std::uint8_t {
   kUplinkRefused,       // the interface dropped a frame the socket handed it (copy mode:
                         // sendto's EBUSY, NET_XMIT_DROP; e.g. longer than a veth peer takes);
                         // it left the daemon, so it is in tx_packets too
-  kMailboxShare,        // a GSO frame for another thread's guest that would take more of the
-                        // mailbox as segments than one frame may (Mailbox::kMaxShare)
   kCount
 };
 
 inline constexpr std::size_t kDropReasons = static_cast<std::size_t>(DropReason::kCount);
 
-inline constexpr sys::EnumNames<DropReason, 17> kDropReasonNames{{
+inline constexpr sys::EnumNames<DropReason, 16> kDropReasonNames{{
     {DropReason::kNoRxBuffer, "no_rx_buffer"},
     {DropReason::kRxBufferTooSmall, "rx_buffer_too_small"},
     {DropReason::kQueueBroken, "queue_broken"},
@@ -52,7 +50,6 @@ inline constexpr sys::EnumNames<DropReason, 17> kDropReasonNames{{
     {DropReason::kSpoofedSource, "spoofed_source"},
     {DropReason::kFloodLimited, "flood_limited"},
     {DropReason::kUplinkRefused, "uplink_refused"},
-    {DropReason::kMailboxShare, "mailbox_share"},
 }};
 static_assert(sys::in_enum_order(kDropReasonNames, kDropReasons));
 

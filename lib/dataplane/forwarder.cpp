@@ -1,7 +1,6 @@
 #include "dataplane/forwarder.hpp"
 
 #include "dataplane/flow_hash.hpp"
-#include "net/gso_segmenter.hpp"
 
 namespace xdpvhost::dataplane {
 
@@ -52,9 +51,7 @@ bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool
     return true;
   }
   Mailbox* box = to.thread < outboxes_.size() ? outboxes_[to.thread] : nullptr;
-  if (frame.len > Mailbox::kMaxFrame) {
-    if (box != nullptr && frame.offload.is_gso())
-      return push_segments(from, *box, to, frame, unicast);
+  if (frame.len > Mailbox::kMaxFrame) {  // longer than any port takes
     from.counters().drop(DropReason::kOversize);
     return true;
   }
@@ -63,32 +60,6 @@ bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool
     from.counters().drop(DropReason::kMailboxFull);
     return true;
   }
-  pushed_[to.thread] = true;
-  return true;
-}
-
-bool Forwarder::push_segments(Port& from, Mailbox& box, const SwitchEntry& to, const Frame& frame,
-                              bool unicast) noexcept {
-  net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
-  if (segmenter.total() > Mailbox::kMaxShare) {  // more than it may ever take
-    from.counters().drop(DropReason::kMailboxShare);
-    return true;
-  }
-  if (segmenter.total() > box.share_for_one_frame()) {
-    if (unicast) return wait(from);  // as for a full mailbox
-    from.counters().drop(DropReason::kMailboxFull);
-    return true;
-  }
-  if (segment_.size() < Mailbox::kMaxFrame) segment_.resize(Mailbox::kMaxFrame);
-  net::SegmentMeta meta;
-  while (segmenter.remaining() > 0 &&
-         segmenter.write_next(segment_.data(), Mailbox::kMaxFrame, meta)) {
-    const Span span{segment_.data(), meta.len};
-    box.push(to.port_id, Frame(span));
-    from.counters().gso_segments.add();
-  }
-  // The first segment is the longest: if it did not fit a slot, none did.
-  if (segmenter.remaining() > 0) from.counters().drop(DropReason::kOversize);
   pushed_[to.thread] = true;
   return true;
 }

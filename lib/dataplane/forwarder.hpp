@@ -74,16 +74,11 @@ class Forwarder {
     return false;
   }
   void flood(Port& from, const Frame& frame) noexcept;
-  // A GSO frame longer than a mailbox slot, as segments (made in software),
-  // within the mailbox's share for one frame (Mailbox::share_for_one_frame).
-  bool push_segments(Port& from, Mailbox& box, const SwitchEntry& to, const Frame& frame,
-                     bool unicast) noexcept;
 
   std::uint16_t thread_;
   std::shared_ptr<const SwitchTable> table_;
   std::vector<Mailbox*> outboxes_;
   std::vector<bool> pushed_;
-  std::vector<std::uint8_t> segment_;  // one segment at a time
 };
 
 }  // namespace xdpvhost::dataplane

@@ -94,7 +94,7 @@ GuestPort::GuestPort(std::uint32_t id, std::string name, std::uint32_t uplink, O
       // Allocated on first use.
       backlog_(kBacklogFrames, kBacklogFrames * std::max(net::max_frame_for_mtu(options.mtu),
                                                          net::max_frame_for_mtu(1500)) +
-                                   kBacklogGsoFrames * kMaxGsoFrame) {
+                                   kBacklogGsoFrames * net::kMaxGsoFrame) {
   tx_spans_.reserve(64);
   rx_vrings_.reserve(kMaxQueuePairs);  // no allocation when rings start and stop
   tx_vrings_.reserve(kMaxQueuePairs);
@@ -281,13 +281,13 @@ unsigned GuestPort::poll_tx(Queue& q, std::uint32_t vring, Forwarder& forwarder)
     // A chain longer than the longest frame the guest may send is not walked
     // further: 64 KiB + headers with segmentation offload, else its MTU.
     const std::uint32_t longest =
-        (host_tso4_ || host_tso6_ || host_uso_) ? kMaxGsoFrame : max_frame_;
+        (host_tso4_ || host_tso6_ || host_uso_) ? net::kMaxGsoFrame : max_frame_;
     if (!q.ring.pop(tx_chain_, Direction::kDeviceReads, header_size_ + longest)) {
       if (q.ring.broken()) report_broken(q, vring);
       break;
     }
     walked += tx_chain_.descriptors;
-    if (tx_chain_.truncated && longest == kMaxGsoFrame) [[unlikely]] {
+    if (tx_chain_.truncated && longest == net::kMaxGsoFrame) [[unlikely]] {
       // Longer than a 64 KiB IP packet with its headers: no frame at all, and
       // no guest driver builds such chains; one that does would be walked up
       // to the limit every round while it refills its ring. Its queue breaks.
@@ -517,7 +517,7 @@ GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
       total) {
     return out_of_buffers(q);
   }
-  if (segment_buffer_.size() < kMaxGsoFrame) segment_buffer_.resize(kMaxGsoFrame);
+  if (segment_buffer_.size() < net::kMaxGsoFrame) segment_buffer_.resize(net::kMaxGsoFrame);
   net::SegmentMeta meta;
   // Every checksum of a segment is complete: DATA_VALID for a guest that
   // reads the flag.

@@ -97,8 +97,6 @@ class GuestPort final : public Port {
   // Frames a port holds at most while its guest has no receive buffer.
   static constexpr std::uint32_t kBacklogFrames = 256;
   static constexpr std::uint32_t kBacklogGsoFrames = 16;
-  // The longest frame with segmentation offload: a 64 KiB IP packet.
-  static constexpr std::uint32_t kMaxGsoFrame = 65535 + net::kL2Overhead;
   // Descriptors a port walks at most per round on one transmit queue: a
   // burst of 64-byte frames takes 32 to 64, of 64 KiB TSO frames about 20 per
   // frame (a Linux guest's chains hold at most MAX_SKB_FRAGS + 2 buffers).

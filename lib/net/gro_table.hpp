@@ -81,11 +81,11 @@ inline constexpr std::uint32_t kGroMaxHeader = 128;
 inline constexpr std::uint32_t kGroMaxPayloadSpans = 2 * kGroMaxSegments;
 
 struct GroConfig {
-  bool ipv4 = true;                                   // GUEST_TSO4
-  bool ipv6 = true;                                   // GUEST_TSO6
-  bool ecn = false;                                   // GUEST_ECN
-  std::uint32_t max_segments = kGroMaxSegments;       // 1..kGroMaxSegments
-  std::uint32_t max_frame_len = 65535 + kL2Overhead;  // the longest frame the guest takes
+  bool ipv4 = true;                              // GUEST_TSO4
+  bool ipv6 = true;                              // GUEST_TSO6
+  bool ecn = false;                              // GUEST_ECN
+  std::uint32_t max_segments = kGroMaxSegments;  // 1..kGroMaxSegments
+  std::uint32_t max_frame_len = kMaxGsoFrame;    // the longest frame the guest takes
 };
 
 // One frame for the guest: header bytes, then the payload ranges in order.

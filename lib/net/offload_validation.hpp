@@ -64,7 +64,7 @@ struct OffloadPolicy {
   // timestamps): 130 segments of a 64 KiB frame, which Linux guests send.
   // Smaller MSS (Linux's tcp_min_snd_mss is 48) only for a peer that asks.
   std::uint32_t max_segments = 256;
-  std::uint32_t max_frame_len = 65535 + kL2Overhead;
+  std::uint32_t max_frame_len = kMaxGsoFrame;
   bool ecn = true;             // HOST_ECN negotiated
   bool exact_hdr_len = false;  // GUEST_HDRLEN negotiated
 };

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +54,70 @@ TEST(Mailbox, AMailboxWhoseFramesWaitFillsAndRefusesTheSender) {
   EXPECT_FALSE(box.push(7, f.frame())) << "nothing was taken, nothing fits";
   EXPECT_EQ(box.drain(1, [](std::uint32_t, const Frame&) { return true; }), 1u);
   EXPECT_TRUE(box.push(7, f.frame()));
+}
+
+// Frames of every length up to 64 KiB, pushed until the mailbox refuses and
+// drained a few at a time, thousands of times round the byte ring: each
+// arrives whole, in order, with its own bytes (none overwritten by a later
+// one), and a refused push is a full mailbox (slots or contiguous bytes).
+TEST(Mailbox, FramesUpTo64KibTravelWholeInOrderAsTheByteRingWraps) {
+  Mailbox box;
+  std::vector<std::uint8_t> bytes(Mailbox::kMaxFrame);
+  std::uint32_t pushed = 0, drained = 0, refused = 0;
+  std::uint32_t seed = 12345;
+  auto next_len = [&] {
+    seed = seed * 1103515245u + 12345u;
+    const std::uint32_t r = seed >> 8;
+    return r % 4 == 0 ? Mailbox::kMaxFrame - r % 4096 : 60 + r % 9000;
+  };
+  std::vector<std::uint32_t> in_flight;
+  std::uint64_t bytes_through = 0;
+  while (bytes_through < std::uint64_t{64} * Mailbox::kBytes) {
+    const std::uint32_t len = next_len();
+    const auto tag = static_cast<std::uint8_t>(pushed);
+    std::fill(bytes.begin(), bytes.begin() + len, tag);
+    const Span span{bytes.data(), len};
+    if (box.push(len, Frame(span))) {
+      in_flight.push_back(len);
+      ++pushed;
+      bytes_through += len;
+      continue;
+    }
+    ++refused;
+    std::size_t used = 0;
+    for (const std::uint32_t l : in_flight) used += l;
+    ASSERT_TRUE(box.free_slots() == 0 || used + len > Mailbox::kBytes / 2)
+        << "refused with " << box.free_slots() << " slots and " << used << " bytes in use";
+    const unsigned take = 1 + (seed >> 4) % 7;
+    const unsigned got = box.drain(take, [&](std::uint32_t port, const Frame& frame) {
+      EXPECT_EQ(port, in_flight.front());
+      EXPECT_EQ(frame.len, port);  // the port id carries the length
+      EXPECT_EQ(frame.span_count, 1u);
+      const auto want = static_cast<std::uint8_t>(drained);
+      const std::uint8_t* d = frame.spans[0].data;
+      EXPECT_TRUE(d[0] == want && d[frame.len / 2] == want && d[frame.len - 1] == want)
+          << "frame " << drained << " overwritten";
+      in_flight.erase(in_flight.begin());
+      ++drained;
+      return true;
+    });
+    ASSERT_GT(got, 0u);
+  }
+  EXPECT_GT(refused, 100u) << "the mailbox was never full";
+  box.drain(Mailbox::kSlots, [&](std::uint32_t, const Frame&) {
+    ++drained;
+    return true;
+  });
+  EXPECT_EQ(drained, pushed);
+  EXPECT_TRUE(box.empty());
+}
+
+TEST(Mailbox, AFrameLongerThanAnyPortTakesIsRefused) {
+  Mailbox box;
+  std::vector<std::uint8_t> bytes(Mailbox::kMaxFrame + 1, 1);
+  const Span span{bytes.data(), static_cast<std::uint32_t>(bytes.size())};
+  EXPECT_FALSE(box.push(1, Frame(span)));
+  EXPECT_TRUE(box.empty());
 }
 
 }  // namespace

@@ -171,57 +171,63 @@ TEST(ServiceThread, ACallPastItsDeadlineGetsNothingAndTheThreadIsStalled) {
   release.set_value();  // the thread goes on, and can be stopped
 }
 
-TEST(ServiceThread, GsoSegmentsTooLongForAMailboxAreDroppedAndCounted) {
+// A TSO frame from a guest reaches another guest the same whether they share
+// a service thread or not: whole through the mailbox (longer than any MTU
+// frame), then as one GSO frame to a guest that takes TSO and as segments,
+// cut by its own port, to one that does not. Parameter: the receivers' thread
+// (the sender is on thread 0).
+class GsoAcrossThreads : public ::testing::TestWithParam<std::uint16_t> {};
+
+TEST_P(GsoAcrossThreads, ATsoFrameArrivesAsOnTheSendersOwnThread) {
   Dataplane dp(options(2, 0));
   const std::uint64_t tso = test::default_features() | virtio::bit(virtio::Feature::kNetCsum) |
                             virtio::bit(virtio::Feature::kNetHostTso4);
+  const std::uint64_t takes_tso = test::default_features() |
+                                  virtio::bit(virtio::Feature::kNetGuestCsum) |
+                                  virtio::bit(virtio::Feature::kNetGuestTso4);
+  const std::uint8_t kMacC[6] = {0x52, 0x54, 0, 0, 1, 0xc};
   Attached a(dp, 0, kMacA, tso, 9600);
-  Attached b(dp, 1, kMacB, test::default_features(), 9600);
-  b.guest.post_rx(8, 9600);
-  // Segments of 9554 bytes: more than a mailbox slot (Mailbox::kMaxFrame) holds.
+  Attached b(dp, GetParam(), kMacB, test::default_features(), 9600);  // no TSO
+  Attached c(dp, GetParam(), kMacC, takes_tso, 9600);
+  b.guest.post_rx(256, 9700);
+  c.guest.post_rx(8, 65600);
+  // 7 segments of 9500 bytes (66,500 bytes of payload would be too many: 6
+  // full ones and a short one, 64,000 bytes in all).
   const virtio::NetHeader h = test::tso4_header(9500);
-  a.guest.send(test::tcp_frame(kMacB, kMacA, 20000), h, 3);
-  ASSERT_TRUE(eventually([&] { return a.guest.tx_completed() == 1; }));
+  const auto to_b = test::tcp_frame(kMacB, kMacA, 64000);
+  const auto to_c = test::tcp_frame(kMacC, kMacA, 64000);
+  ASSERT_GT(to_b.size(), 9216u) << "longer than the mailbox's slots once were";
+  a.guest.send(to_b, h, 3);
+  a.guest.send(to_c, h, 3);
+  ASSERT_TRUE(eventually([&] { return a.guest.tx_completed() == 2; }));
+  std::vector<test::ReceivedFrame> at_b, at_c;
   EXPECT_TRUE(eventually([&] {
-    return a.port.counters().drops[static_cast<std::size_t>(DropReason::kOversize)].get() == 1;
-  })) << "lost without a reason";
-  EXPECT_TRUE(b.guest.received().empty());
+    for (auto& f : b.guest.received()) at_b.push_back(std::move(f));
+    for (auto& f : c.guest.received()) at_c.push_back(std::move(f));
+    return at_b.size() == 7 && at_c.size() == 1;
+  })) << at_b.size()
+      << " segments at b, " << at_c.size() << " frames at c";
+  std::size_t payload = 0;
+  for (const auto& f : at_b) {
+    EXPECT_EQ(f.header.gso_type, virtio::NetHeader::kGsoNone);
+    payload += f.bytes.size() - 54;
+  }
+  EXPECT_EQ(payload, 64000u);
+  ASSERT_EQ(at_c.size(), 1u);
+  EXPECT_EQ(at_c[0].header.gso_type, virtio::NetHeader::kGsoTcpv4);
+  EXPECT_EQ(at_c[0].header.gso_size, 9500);
+  EXPECT_EQ(at_c[0].bytes.size(), to_c.size());
+  EXPECT_EQ(b.port.counters().gso_segments.get(), 7u) << "cut by the receiving port";
+  EXPECT_EQ(c.port.counters().gso_tx.get(), 1u);
+  for (std::size_t r = 0; r < kDropReasons; ++r)
+    EXPECT_EQ(a.port.counters().drops[r].get(), 0u) << to_string(static_cast<DropReason>(r));
 }
 
-// A GSO frame for a guest on another thread is cut into segments into the
-// mailbox that every sender on this thread shares toward that thread: one
-// frame takes at most Mailbox::kMaxShare slots. One of 200 segments (gso_size
-// 50, the floor is 48) is dropped with its own reason; one of 150 arrives,
-// every segment of it.
-TEST(ServiceThread, AFrameTakesNoMoreThanItsShareOfAMailbox) {
-  Dataplane dp(options(2, 0));
-  const std::uint64_t tso = test::default_features() | virtio::bit(virtio::Feature::kNetCsum) |
-                            virtio::bit(virtio::Feature::kNetHostTso4);
-  Attached a(dp, 0, kMacA, tso);
-  Attached b(dp, 1, kMacB);
-  b.guest.post_rx(256);
-  auto send = [&](std::uint16_t gso_size, std::uint32_t segments) {
-    const virtio::NetHeader h = test::tso4_header(gso_size);
-    const auto frame = test::tcp_frame(kMacB, kMacA, std::size_t{gso_size} * segments);
-    ASSERT_GT(frame.size(), Mailbox::kMaxFrame) << "segmented on the way into the mailbox";
-    a.guest.send(frame, h, 3);
-  };
-  auto drops = [&](DropReason r) {
-    return a.port.counters().drops[static_cast<std::size_t>(r)].get();
-  };
-  static_assert(Mailbox::kMaxShare >= 150 && Mailbox::kMaxShare < 200);
-  send(50, 200);
-  ASSERT_TRUE(eventually([&] { return a.guest.tx_completed() == 1; }));
-  EXPECT_TRUE(eventually([&] { return drops(DropReason::kMailboxShare) == 1; }));
-  EXPECT_TRUE(b.guest.received().empty());
-  send(62, 150);
-  ASSERT_TRUE(eventually([&] { return a.guest.tx_completed() == 2; }));
-  std::size_t received = 0;
-  EXPECT_TRUE(eventually([&] { return (received += b.guest.received().size()) == 150; }))
-      << received;
-  EXPECT_EQ(drops(DropReason::kMailboxShare), 1u);
-  EXPECT_EQ(drops(DropReason::kMailboxFull), 0u);
-}
+INSTANTIATE_TEST_SUITE_P(ReceiversThread, GsoAcrossThreads, ::testing::Values(0, 1),
+                         [](const ::testing::TestParamInfo<std::uint16_t>& info) {
+                           return info.param == 0 ? std::string("TheSameThread")
+                                                  : std::string("AnotherThread");
+                         });
 
 TEST(ServiceThread, DetachedPortIsNoLongerReachable) {
   Dataplane dp(options(2, 0));
