@@ -379,13 +379,25 @@ std::uint32_t UplinkQueuePort::tx_descriptors(std::uint32_t len) const noexcept 
   return xsk::descriptors_for(len, umem_->tx_room());
 }
 
+std::uint32_t UplinkQueuePort::longest_segment(const Frame& frame) noexcept {
+  if (!frame.offload.is_gso()) return frame.len;
+  return std::min(frame.len, frame.offload.layout.header_len() +
+                                 std::uint32_t{frame.offload.request.gso.gso_size});
+}
+
 std::uint32_t UplinkQueuePort::frame_descriptors(const Frame& frame) const noexcept {
   if (!frame.needs_offload()) return tx_descriptors(frame.len);
-  std::uint32_t segment = frame.len;
-  if (frame.offload.is_gso())
-    segment = std::min(segment, frame.offload.layout.header_len() +
-                                    std::uint32_t{frame.offload.request.gso.gso_size});
-  return frame.offload.segments * tx_descriptors(std::min(segment, options_.max_frame));
+  return frame.offload.segments *
+         tx_descriptors(std::min(longest_segment(frame), options_.max_frame));
+}
+
+bool UplinkQueuePort::segment_fits(std::uint32_t len) const noexcept {
+  if (len > options_.max_frame) return false;
+  if (len <= umem_->tx_room()) return true;
+  // Longer than one UMEM frame: made in the scratch buffer (multi-buffer
+  // only) and sent as a chain the socket takes.
+  const std::uint32_t n = tx_descriptors(len);
+  return len <= tx_scratch_.size() && n <= socket_->tx_max_packet_descriptors() && n <= kMaxChain;
 }
 
 std::uint32_t UplinkQueuePort::tx_capacity() const noexcept {
@@ -475,6 +487,12 @@ void UplinkQueuePort::deliver(const Frame& frame) {
 // finished in software otherwise. A segment longer than one UMEM frame
 // (jumbo MTU) is made in a scratch buffer and copied out as a chain.
 void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
+  // All of the frame or none of it: the first segment is the longest, and
+  // one this queue cannot send drops the frame before any segment leaves.
+  if (!segment_fits(longest_segment(frame))) {
+    counters().drop(DropReason::kOversize);
+    return;
+  }
   const std::uint32_t descriptors = frame_descriptors(frame);
   if (!admit_tx(descriptors)) return;
   const bool offload = tx_checksum_offload_ && descriptors == frame.offload.segments;
@@ -530,9 +548,9 @@ void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
   const net::SegmentResult r =
       net::segment(frame.bytes(), frame.offload,
                    offload ? net::ChecksumMode::partial : net::ChecksumMode::software, sink);
-  if (r.status != net::SegmentStatus::done || sink.failed) {
-    // A segment longer than the uplink takes (out_of_buffers: the sink had
-    // none that long), or one the TX ring refused; those before it are sent.
+  if (r.status != net::SegmentStatus::done || sink.failed) [[unlikely]] {
+    // Not after segment_fits(): a segmenter that made a segment longer than
+    // the first. Those before it are sent; the rest is dropped, counted.
     if (sink.held) umem_->frames().free(sink.addr);  // handed out, not committed
     counters().drop(DropReason::kOversize);
     return;

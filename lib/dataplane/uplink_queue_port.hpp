@@ -114,6 +114,12 @@ class UplinkQueuePort final : public Port {
   // TX descriptors a frame of the guests takes here: one chain per segment,
   // each as long as the headers and gso_size.
   std::uint32_t frame_descriptors(const Frame& frame) const noexcept;
+  // A frame's first segment (the longest): headers and gso_size, or the
+  // whole frame when it is not cut.
+  static std::uint32_t longest_segment(const Frame& frame) noexcept;
+  // Whether a segment (or frame) of `len` bytes can leave through this
+  // queue: within max_frame, in one UMEM frame or a chain the socket takes.
+  bool segment_fits(std::uint32_t len) const noexcept;
   // The most descriptors this queue ever has room for at once; a frame that
   // needs more never fits (dropped as oversize, not waited for).
   std::uint32_t tx_capacity() const noexcept;

@@ -118,6 +118,25 @@ TEST_P(UplinkQueuePortTest, SegmentsLongerThanAUmemFrameNeedMultiBufferOrAreCoun
   }
 }
 
+// A frame leaves whole or not at all: segments longer than the uplink's frame
+// limit drop the frame before any of it is sent, its short last segment too.
+TEST_P(UplinkQueuePortTest, AFrameWhoseSegmentsAreTooLongForTheUplinkLeavesNotAtAll) {
+  const auto sent = dataplane::test::tcp_frame(mac_b_.bytes.data(), kGuestMac, 2 * 3000 + 500);
+  send(sent,
+       net::VirtioNetOffload{net::kVirtioNetNeedsCsum, net::kVirtioGsoTcpv4, 14 + 20 + 20, 3000,
+                             14 + 20, 16},
+       9000);
+  EXPECT_EQ(port_->counters().drops[static_cast<std::size_t>(DropReason::kOversize)].get(), 1u);
+  EXPECT_EQ(port_->counters().tx_packets.get(), 0u);
+  EXPECT_EQ(port_->counters().gso_segments.get(), 0u);
+  EXPECT_TRUE(peer_->receive(1, 300).empty()) << "part of the frame left";
+  // The queue goes on: a frame that fits leaves.
+  const auto fits = dataplane::test::tcp_frame(mac_b_.bytes.data(), kGuestMac, 2 * 1400);
+  send(fits, net::VirtioNetOffload{net::kVirtioNetNeedsCsum, net::kVirtioGsoTcpv4, 14 + 20 + 20,
+                                   1400, 14 + 20, 16});
+  EXPECT_EQ(peer_->receive(2, 2000).size(), 2u);
+}
+
 // A guest's transmit queue waits while the uplink has no room for a frame
 // (can_accept false): for a frame that could never fit, it would wait forever.
 TEST_P(UplinkQueuePortTest, AFrameIsWaitedForOnlyIfItCanEverFit) {
