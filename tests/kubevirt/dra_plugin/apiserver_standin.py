@@ -7,7 +7,9 @@ REST paths the plugin uses (ResourceClaims and their status, ResourceSlices,
 one Node, Pods, KubeVirt's VirtualMachineInstances), answers GET/POST/PUT/PATCH/DELETE the way the API server
 does for those (generateName, uid, resourceVersion and optimistic
 concurrency, fieldSelector on spec.nodeName/spec.driver, 404 and 409 as
-Status objects), and records every request with its body so the test can
+Status objects, list items without kind and apiVersion; ResourceSlices
+stored as the server stores them, by its feature gates: apiserver_slices.py),
+and records every request with its body so the test can
 validate what the plugin sent against the resource.k8s.io/v1 OpenAPI
 schema. It checks nothing itself: no authentication, admission or
 validation — the test does the validating.
@@ -25,6 +27,8 @@ import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from apiserver_slices import DEFAULT_GATES, stored_slice
 
 _CLONE_NEWNET = 0x40000000
 _RESOURCE = re.compile(r"^/apis/(?:resource\.k8s\.io|kubevirt\.io)/v1/(?:namespaces/(?P<ns>[^/]+)/)?"
@@ -80,7 +84,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class RecordedApiServer:
-    def __init__(self, netns=None):
+    def __init__(self, netns=None, feature_gates=None):
+        self.feature_gates = dict(DEFAULT_GATES if feature_gates is None else feature_gates)
         self.objects = {}    # (plural, namespace or "", name) -> object
         self.requests = []   # {"method", "path", "query", "body", "status"}
         self.lock = threading.Lock()
@@ -240,6 +245,8 @@ class RecordedApiServer:
                             o = o.get(k) if isinstance(o, dict) else None
                         return o
                     items = [o for o in items if val(o) == value]
+                # A list's items carry no kind and apiVersion (the list says it).
+                items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
                 return 200, {"kind": kind + "List", "apiVersion": api_version,
                              "metadata": {"resourceVersion": str(self._rv)}, "items": items}
             if method == "POST":
@@ -251,6 +258,11 @@ class RecordedApiServer:
                     meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
                 if (plural, ns, meta["name"]) in self.objects:
                     return h._status(409, "AlreadyExists", f'{what} "{meta["name"]}" already exists')
+                if plural == "resourceslices":
+                    try:
+                        stored_slice(obj, None, self.feature_gates)
+                    except ValueError as e:
+                        return h._status(422, "Invalid", str(e))
                 meta["uid"] = str(uuid.uuid4())
                 meta["resourceVersion"] = self._next_rv()
                 meta["creationTimestamp"] = "2026-01-01T00:00:01Z"
@@ -274,7 +286,10 @@ class RecordedApiServer:
             else:
                 new = body
             rv = (new.get("metadata") or {}).get("resourceVersion")
-            if method == "PUT" and rv != current["metadata"]["resourceVersion"]:
+            # A ResourceSlice may be replaced without a resourceVersion
+            # (its strategy allows unconditional updates); with one, it must match.
+            unconditional = plural == "resourceslices" and not rv
+            if method == "PUT" and not unconditional and rv != current["metadata"]["resourceVersion"]:
                 return h._status(409, "Conflict", f'Operation cannot be fulfilled on {what} "{name}": '
                                  "the object has been modified; please apply your changes to the latest "
                                  "version and try again", name, plural)
@@ -285,6 +300,17 @@ class RecordedApiServer:
                 stored = new
                 stored["metadata"]["uid"] = current["metadata"]["uid"]
                 stored["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"]
+                stored.setdefault("kind", kind)
+                stored.setdefault("apiVersion", api_version)
+                if plural == "resourceslices":
+                    try:
+                        stored_slice(stored, current, self.feature_gates)
+                    except ValueError as e:
+                        return h._status(422, "Invalid", str(e))
+                    # Nothing changed: nothing is written, the version stays.
+                    stored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                    if stored == current:
+                        return 200, stored
             stored["metadata"]["resourceVersion"] = self._next_rv()
             self.objects[key] = stored
             return 200, stored

@@ -32,6 +32,7 @@ import uuid
 import node_lab as lab
 from xvtest import procfs
 import api_objects as objs
+from apiserver_slices import KUBE_1_35_GATES, canonical_quantity
 from apiserver_standin import RecordedApiServer
 
 import jsonschema
@@ -84,6 +85,7 @@ class PluginTestCase(unittest.TestCase):
 
     tag = "t"
     plugin_args = ()
+    feature_gates = None  # the stand-in's: Kubernetes 1.36 defaults
 
     def setUp(self):
         self.net = lab.Network(self.tag)
@@ -95,7 +97,7 @@ class PluginTestCase(unittest.TestCase):
         self.daemon = lab.start_daemon(os.path.join(self.dir, "daemon"), self.net,
                                        socket_root=os.path.join(self.dir, "sockets"))
         self.addCleanup(self.daemon.kill)
-        self.api = RecordedApiServer(netns=self.net.node).start()
+        self.api = RecordedApiServer(netns=self.net.node, feature_gates=self.feature_gates).start()
         self.addCleanup(self.api.stop)
         self.node = self.api.add(objs.node(lab.NODE_NAME))
         kubeconfig = self.api.kubeconfig(os.path.join(self.dir, "kubeconfig"))
@@ -299,6 +301,86 @@ class ResourceSlices(PluginTestCase):
         self.assertNotEqual(again["metadata"]["name"], s["metadata"]["name"])
         self.assertEqual(len(again["spec"]["devices"]), 2)
         self.assert_sent_objects_valid()
+
+
+class SliceInSync:
+    """A slice the API server holds as the plugin wants it is not written
+    again, whatever the server made of it: here over twelve reconcile
+    passes, and after the plugin restarts. Mixed into a PluginTestCase
+    with the stand-in's feature gates and the published capacity."""
+
+    capacity = "1k"  # --ports-capacity 1000 as the server stores it
+
+    def check_left_alone(self, seconds=6):
+        first = self.published_slice()
+        time.sleep(seconds)
+        puts = self.api.sent("PUT", "resourceslices")
+        self.assertEqual(len(puts), 0, f"the slice was written again {len(puts)} times in {seconds} s")
+        now = self.published_slice()
+        self.assertEqual(now["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"])
+        self.assertEqual(now["spec"]["pool"]["generation"], 1)
+        self.assertEqual(now["metadata"]["generation"], 1)
+        return now
+
+    def check_restart_leaves_it_alone(self):
+        self.plugin.kill()
+        self.plugin.start()
+        self.check_left_alone(seconds=3)
+
+
+@needs_root()
+class SlicesWithConsumableCapacity(SliceInSync, PluginTestCase):
+    """Kubernetes 1.36 and later (DRAConsumableCapacity on by default)."""
+
+    tag = "s136"
+    plugin_args = ("--ports-capacity", "1000")
+
+    def test_a_slice_in_sync_is_not_written_again(self):
+        s = self.check_left_alone()
+        d = s["spec"]["devices"][0]
+        self.assertIs(d["allowMultipleAllocations"], True)
+        self.assertEqual(d["capacity"]["xdpvhost.io/ports"]["value"], self.capacity)
+        self.assertNotIn("does not keep", self.plugin.tail(400))
+        self.check_restart_leaves_it_alone()
+
+
+@needs_root()
+class SlicesWithoutConsumableCapacity(SliceInSync, PluginTestCase):
+    """Kubernetes 1.34 and 1.35 with their default feature gates: the API
+    server drops allowMultipleAllocations and the capacity's requestPolicy.
+    The plugin says so once, naming the gate, and leaves the slice alone
+    (it rewrote it every pass before, bumping the pool's generation)."""
+
+    tag = "s135"
+    feature_gates = KUBE_1_35_GATES
+    plugin_args = ("--ports-capacity", "1000")
+
+    def test_dropped_fields_are_reported_once_and_the_slice_is_not_rewritten(self):
+        s = self.check_left_alone()
+        d = s["spec"]["devices"][0]
+        self.assertNotIn("allowMultipleAllocations", d)
+        self.assertEqual(d["capacity"], {"xdpvhost.io/ports": {"value": self.capacity}})
+        log = self.plugin.tail(400)
+        self.assertEqual(log.count("does not keep"), 1, log)
+        self.assertIn("up0.allowMultipleAllocations", log)
+        self.assertIn("up0.capacity.xdpvhost.io/ports.requestPolicy", log)
+        self.assertIn("feature gate DRAConsumableCapacity off", log)
+        self.check_restart_leaves_it_alone()
+        self.assertEqual(self.plugin.tail(400).count("does not keep"), 2, "reported once per start")
+
+
+class StandinQuantities(unittest.TestCase):
+    """The stand-in stores quantities as the API server does (the values
+    of apimachinery's quantity tests)."""
+
+    def test_canonical_forms(self):
+        for sent, stored in [("1", "1"), ("256", "256"), ("1500", "1500"), ("1000m", "1"), ("+1", "1"),
+                             ("01", "1"), ("1000", "1k"), ("2000", "2k"), ("1000000", "1M"),
+                             ("0.5", "500m"), ("1.5", "1500m"), ("1024Mi", "1Gi"), ("1e3", "1e3"),
+                             ("0", "0")]:
+            self.assertEqual(canonical_quantity(sent), stored, sent)
+        with self.assertRaises(ValueError):
+            canonical_quantity("1 k")
 
 
 @needs_root()
@@ -742,8 +824,9 @@ class PortLifecycle(PluginTestCase):
                 looks.append(procfs.resources(pid))
                 time.sleep(0.013)
             kinds = {k for r in looks for k in r["fd_kinds"]}
-            return ({k: min(r["fd_kinds"].get(k, 0) for r in looks) for k in kinds},
-                    min(r["anon_kb"] for r in looks))
+            least = {k: min(r["fd_kinds"].get(k, 0) for r in looks) for k in kinds}
+            # A kind held only while a pass runs (a sysfs read) is none held.
+            return ({k: n for k, n in least.items() if n > 0}, min(r["anon_kb"] for r in looks))
 
         def plugin_resources():
             return least_of_looks(self.plugin.proc.pid)
@@ -848,7 +931,8 @@ class GuestTraffic(PluginTestCase):
         self.assertFalse(os.path.exists(host_dir))
 
 
-SUITES = {"base": [MacRules, QueueLimit, Registration, ResourceSlices, ClaimErrors],
+SUITES = {"base": [MacRules, QueueLimit, StandinQuantities, Registration, ResourceSlices,
+                   SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity, ClaimErrors],
           "ports": [PortLifecycle],
           "guest": [GuestTraffic]}
 
