@@ -40,6 +40,14 @@ struct Frame {
   bool is_multicast() const noexcept { return (eth[0] & 1) != 0; }
   // Segmentation or a checksum to finish: not a plain copy.
   bool needs_offload() const noexcept { return offload.request.any(); }
+  // The longest frame it becomes where it is cut into segments: the first
+  // segment (headers and gso_size), or the frame itself without GSO.
+  std::uint32_t longest_segment() const noexcept {
+    if (!offload.is_gso()) return len;
+    const std::uint32_t first =
+        offload.layout.header_len() + std::uint32_t{offload.request.gso.gso_size};
+    return first < len ? first : len;
+  }
   net::ByteSpans bytes() const noexcept {
     net::ByteSpans b;
     b.spans = spans;

@@ -503,10 +503,14 @@ GuestPort::Delivery GuestPort::try_deliver(const Frame& frame) {
 }
 
 GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
-  // One receive chain per segment at least: without them the whole frame
-  // waits (a frame is never delivered in part while buffers are short).
-  net::GsoSegmenter segmenter(frame.bytes(), frame.offload, net::ChecksumMode::software);
-  const std::uint32_t total = segmenter.total();
+  // All of the frame or none of it, as far as can be known beforehand: its
+  // segments fit the guest's MTU (the first is the longest), and the ring
+  // holds a chain for each; without them the whole frame waits.
+  if (frame.offload.is_gso() && frame.longest_segment() > max_frame_) {
+    counters().drop(DropReason::kOversize);
+    return Delivery::kDone;
+  }
+  const std::uint32_t total = frame.offload.segments;
   if (total > q.ring.size()) {
     // More segments than the guest's ring holds: waiting for them would hold
     // every later frame for this guest, forever.
@@ -518,25 +522,33 @@ GuestPort::Delivery GuestPort::deliver_segments(Queue& q, const Frame& frame) {
     return out_of_buffers(q);
   }
   if (segment_buffer_.size() < net::kMaxGsoFrame) segment_buffer_.resize(net::kMaxGsoFrame);
-  net::SegmentMeta meta;
-  // Every checksum of a segment is complete: DATA_VALID for a guest that
-  // reads the flag.
-  net::VirtioNetOffload header;
-  if (guest_csum_) header.flags = net::kVirtioNetDataValid;
-  while (segmenter.remaining() > 0) {
-    if (!segmenter.write_next(segment_buffer_.data(),
-                              static_cast<std::uint32_t>(segment_buffer_.size()), meta))
-      break;
-    const Span span{segment_buffer_.data(), meta.len};
-    const Frame segment(span);
-    if (segment.len > max_frame_) {
-      counters().drop(DropReason::kOversize);
-      continue;
+  // Each segment is made in segment_buffer_ and written to the guest as a
+  // frame of its own, every checksum complete: DATA_VALID for a guest that
+  // reads the flag. A segment that needs more buffers than the guest left
+  // (small ones, MRG_RXBUF) is dropped, counted.
+  struct GuestSink {
+    GuestPort& port;
+    Queue& q;
+    net::VirtioNetOffload header;
+    net::SegmentBuffer next_buffer(std::uint32_t len) noexcept {
+      if (len > port.max_frame_) return {};  // a frame without GSO longer than the MTU
+      return {port.segment_buffer_.data(), static_cast<std::uint32_t>(port.segment_buffer_.size())};
     }
-    if (write_to_guest(q, segment, header, segment.len, nullptr) == Delivery::kNoBuffer)
-      counters().drop(DropReason::kNoRxBuffer);  // a segment that needed more buffers than left
-    if (frame.offload.is_gso()) counters().gso_segments.add();
+    void commit(const net::SegmentBuffer& b, const net::SegmentMeta& meta) noexcept {
+      const Span span{b.data, meta.len};
+      if (port.write_to_guest(q, Frame(span), header, meta.len, nullptr) == Delivery::kNoBuffer)
+        port.counters().drop(DropReason::kNoRxBuffer);
+    }
+  };
+  GuestSink sink{*this, q, {}};
+  if (guest_csum_) sink.header.flags = net::kVirtioNetDataValid;
+  const net::SegmentResult r =
+      net::segment(frame.bytes(), frame.offload, net::ChecksumMode::software, sink);
+  if (r.status != net::SegmentStatus::done) {
+    counters().drop(DropReason::kOversize);
+    return Delivery::kDone;
   }
+  if (frame.offload.is_gso()) counters().gso_segments.add(r.segments);
   if (frame.offload.request.csum.needed) counters().csum_software.add();
   return Delivery::kDone;
 }

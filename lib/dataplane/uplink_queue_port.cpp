@@ -379,16 +379,10 @@ std::uint32_t UplinkQueuePort::tx_descriptors(std::uint32_t len) const noexcept 
   return xsk::descriptors_for(len, umem_->tx_room());
 }
 
-std::uint32_t UplinkQueuePort::longest_segment(const Frame& frame) noexcept {
-  if (!frame.offload.is_gso()) return frame.len;
-  return std::min(frame.len, frame.offload.layout.header_len() +
-                                 std::uint32_t{frame.offload.request.gso.gso_size});
-}
-
 std::uint32_t UplinkQueuePort::frame_descriptors(const Frame& frame) const noexcept {
   if (!frame.needs_offload()) return tx_descriptors(frame.len);
   return frame.offload.segments *
-         tx_descriptors(std::min(longest_segment(frame), options_.max_frame));
+         tx_descriptors(std::min(frame.longest_segment(), options_.max_frame));
 }
 
 bool UplinkQueuePort::segment_fits(std::uint32_t len) const noexcept {
@@ -489,7 +483,7 @@ void UplinkQueuePort::deliver(const Frame& frame) {
 void UplinkQueuePort::deliver_offloaded(const Frame& frame) {
   // All of the frame or none of it: the first segment is the longest, and
   // one this queue cannot send drops the frame before any segment leaves.
-  if (!segment_fits(longest_segment(frame))) {
+  if (!segment_fits(frame.longest_segment())) {
     counters().drop(DropReason::kOversize);
     return;
   }

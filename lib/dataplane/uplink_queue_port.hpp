@@ -114,9 +114,6 @@ class UplinkQueuePort final : public Port {
   // TX descriptors a frame of the guests takes here: one chain per segment,
   // each as long as the headers and gso_size.
   std::uint32_t frame_descriptors(const Frame& frame) const noexcept;
-  // A frame's first segment (the longest): headers and gso_size, or the
-  // whole frame when it is not cut.
-  static std::uint32_t longest_segment(const Frame& frame) noexcept;
   // Whether a segment (or frame) of `len` bytes can leave through this
   // queue: within max_frame, in one UMEM frame or a chain the socket takes.
   bool segment_fits(std::uint32_t len) const noexcept;

@@ -443,6 +443,25 @@ TEST_F(GuestPortTest, ATsoFrameOfOneSegmentAboveTheReceiversMtuIsOversize) {
   EXPECT_EQ(b->drops(DropReason::kOversize), 1u);
 }
 
+// A guest without TSO whose MTU its sender's segments exceed: the frame is
+// dropped whole, once, before any segment is made (not a drop per segment,
+// and no part of it delivered).
+TEST_F(GuestPortTest, ATsoFrameWhoseSegmentsExceedTheReceiversMtuIsDroppedWhole) {
+  build(kTsoSender, test::default_features());
+  b->port.set_mtu(1000);  // NET_SET_MTU: below the sender's segments of 1454
+  b->guest.post_rx(16, 2048);
+  a->guest.send(test::tcp_frame(kMacB, kMacA, 4 * 1400), tso_header(1400), 3);
+  round();
+  EXPECT_TRUE(b->guest.received().empty());
+  EXPECT_EQ(b->drops(DropReason::kOversize), 1u);
+  EXPECT_EQ(b->port.counters().gso_segments.get(), 0u);
+  // Segments that fit go through.
+  a->guest.send(test::tcp_frame(kMacB, kMacA, 4 * 900), tso_header(900), 3);
+  round();
+  EXPECT_EQ(b->guest.received().size(), 4u);
+  EXPECT_EQ(b->drops(DropReason::kOversize), 1u);
+}
+
 TEST_F(GuestPortTest, ABroadcastTsoFrameCountsAgainstTheFloodRateByItsSegments) {
   PortTunables slow;
   slow.flood_rate = 1;  // a bucket of 64, refilled one a second
