@@ -1,5 +1,7 @@
-"""The two gRPC servers the kubelet talks to: the DRA v1 service on
-<kubelet-root>/plugins/xdpvhost.io/dra.sock, started first, then the
+"""The two gRPC servers the kubelet talks to: the DRA service on
+<kubelet-root>/plugins/xdpvhost.io/dra.sock in versions v1 and v1beta1
+(kubelets of 1.34 and newer call v1, those of 1.32 and 1.33 v1beta1; a
+node pool mid-upgrade has both), started first, then the
 registration service on <kubelet-root>/plugins_registry/xdpvhost.io-reg.sock
 that the kubelet's plugin watcher finds (kubevirt/INTERFACES.md, Kubelet
 plugin sockets and registration). Both sockets are removed on stop."""
@@ -16,13 +18,23 @@ from . import DRIVER_NAME
 log = logging.getLogger("xdpvhost-dra.grpc")
 
 PLUGIN_TYPE = "DRAPlugin"
-SUPPORTED_VERSIONS = ["v1.DRAPlugin"]
+# What GetInfo advertises, newest first: the kubelet takes the first it
+# supports. Each with the generated modules that serve it.
+SUPPORTED_VERSIONS = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 
 
-def dra_servicer(stubs, driver):
-    pb2 = stubs.dra_pb2
+def dra_services(stubs):
+    """(version, pb2, grpc module) of each DRA version served, in
+    SUPPORTED_VERSIONS' order."""
+    return [("v1.DRAPlugin", stubs.dra_pb2, stubs.dra_grpc),
+            ("v1beta1.DRAPlugin", stubs.dra_v1beta1_pb2, stubs.dra_v1beta1_grpc)]
 
-    class DraService(stubs.dra_grpc.DRAPluginServicer):
+
+def dra_servicer(pb2, grpc_module, driver):
+    """The DRA service of one version (its generated modules); every version
+    has the same messages and calls the same driver."""
+
+    class DraService(grpc_module.DRAPluginServicer):
         def NodePrepareResources(self, request, context):
             response = pb2.NodePrepareResourcesResponse()
             for claim in request.claims:
@@ -96,9 +108,12 @@ class PluginSockets:
         self.servers = []
 
     def start(self):
-        dra = dra_servicer(self.stubs, self.driver)
-        self.servers.append((self.dra_path, _listen(
-            self.dra_path, lambda s: self.stubs.dra_grpc.add_DRAPluginServicer_to_server(dra, s), 4)))
+        services = [(m, dra_servicer(pb2, m, self.driver)) for _, pb2, m in dra_services(self.stubs)]
+
+        def add_dra(server):
+            for module, servicer in services:
+                module.add_DRAPluginServicer_to_server(servicer, server)
+        self.servers.append((self.dra_path, _listen(self.dra_path, add_dra, 4)))
         log.info("DRA service %s on %s", ", ".join(SUPPORTED_VERSIONS), self.dra_path)
         reg = registration_servicer(self.stubs, self.dra_path)
         self.servers.append((self.reg_path, _listen(

@@ -21,6 +21,7 @@ from types import SimpleNamespace
 PROTO_FILES = (
     "k8s.io/kubelet/pkg/apis/dra/v1/api.proto",
     "k8s.io/kubelet/pkg/apis/pluginregistration/v1/api.proto",
+    "k8s.io/kubelet/pkg/apis/dra/v1beta1/api.proto",
 )
 STAMP = "stubs.stamp.json"
 GRPC_PLUGIN = "/usr/bin/grpc_python_plugin"
@@ -128,7 +129,8 @@ def generate(out_dir, root=None):
 
 def load(out_dir=None):
     """Imports the stubs (generating them when needed) and returns them as
-    dra_pb2, dra_grpc, reg_pb2, reg_grpc."""
+    dra_pb2, dra_grpc (DRA v1), dra_v1beta1_pb2, dra_v1beta1_grpc, reg_pb2,
+    reg_grpc."""
     out_dir = out_dir or stubs_dir()
     root = proto_root()
     if proto_key(root) is not None:
@@ -138,7 +140,8 @@ def load(out_dir=None):
     if out_dir not in sys.path:
         sys.path.insert(0, out_dir)
     mods = {}
-    for short, rel in (("dra", PROTO_FILES[0]), ("reg", PROTO_FILES[1])):
+    for short, rel in (("dra", PROTO_FILES[0]), ("reg", PROTO_FILES[1]),
+                       ("dra_v1beta1", PROTO_FILES[2])):
         package = _module_dir(rel).replace("/", ".")
         mods[short + "_pb2"] = importlib.import_module(package + ".api_pb2")
         mods[short + "_grpc"] = importlib.import_module(package + ".api_pb2_grpc")

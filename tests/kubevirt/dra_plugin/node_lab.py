@@ -185,20 +185,31 @@ class Plugin:
             return STUBS.reg_grpc.RegistrationStub(ch).NotifyRegistrationStatus(
                 STUBS.reg_pb2.RegistrationStatus(plugin_registered=registered, error=error), timeout=timeout)
 
-    def _claims(self, claims):
-        return [STUBS.dra_pb2.Claim(namespace=ns, name=name, uid=uid) for ns, name, uid in claims]
+    def _claims(self, claims, pb2=None):
+        pb2 = pb2 or STUBS.dra_pb2
+        return [pb2.Claim(namespace=ns, name=name, uid=uid) for ns, name, uid in claims]
 
-    def prepare(self, *claims, timeout=45):
+    @staticmethod
+    def _dra(version):
+        """The generated modules of DRA `version` ("v1", or "v1beta1" as a
+        kubelet of 1.32 or 1.33 calls it)."""
+        if version == "v1beta1":
+            return STUBS.dra_v1beta1_pb2, STUBS.dra_v1beta1_grpc
+        return STUBS.dra_pb2, STUBS.dra_grpc
+
+    def prepare(self, *claims, timeout=45, version="v1"):
         """claims: (namespace, name, uid); returns {uid: NodePrepareResourceResponse}."""
+        pb2, grpc_module = self._dra(version)
         with self._channel(self.dra_socket) as ch:
-            r = STUBS.dra_grpc.DRAPluginStub(ch).NodePrepareResources(
-                STUBS.dra_pb2.NodePrepareResourcesRequest(claims=self._claims(claims)), timeout=timeout)
+            r = grpc_module.DRAPluginStub(ch).NodePrepareResources(
+                pb2.NodePrepareResourcesRequest(claims=self._claims(claims, pb2)), timeout=timeout)
         return dict(r.claims)
 
-    def unprepare(self, *claims, timeout=45):
+    def unprepare(self, *claims, timeout=45, version="v1"):
+        pb2, grpc_module = self._dra(version)
         with self._channel(self.dra_socket) as ch:
-            r = STUBS.dra_grpc.DRAPluginStub(ch).NodeUnprepareResources(
-                STUBS.dra_pb2.NodeUnprepareResourcesRequest(claims=self._claims(claims)), timeout=timeout)
+            r = grpc_module.DRAPluginStub(ch).NodeUnprepareResources(
+                pb2.NodeUnprepareResourcesRequest(claims=self._claims(claims, pb2)), timeout=timeout)
         return dict(r.claims)
 
 

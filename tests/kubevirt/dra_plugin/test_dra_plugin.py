@@ -229,7 +229,10 @@ class Registration(PluginTestCase):
         self.assertEqual(info.type, "DRAPlugin")
         self.assertEqual(info.name, "xdpvhost.io")
         self.assertEqual(info.endpoint, self.plugin.dra_socket)
-        self.assertEqual(list(info.supported_versions), ["v1.DRAPlugin"])
+        # Newest first: a kubelet takes the first it supports.
+        self.assertEqual(list(info.supported_versions), ["v1.DRAPlugin", "v1beta1.DRAPlugin"])
+        # A kubelet of 1.32 or 1.33 calls v1beta1: answered on the same socket.
+        self.assertEqual(self.plugin.unprepare(version="v1beta1"), {})
         self.plugin.notify(True)
         with self.assertRaises(lab.grpc.RpcError) as refused:
             self.plugin.notify(False, "plugin name taken")
@@ -616,6 +619,25 @@ class PortLifecycle(PluginTestCase):
         self.assert_sent_objects_valid()
         # Again: nothing to do, no error.
         self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+
+    def test_a_kubelet_of_1_33_prepares_through_v1beta1_and_an_upgraded_one_unprepares(self):
+        """A node whose kubelet speaks only v1beta1 (Kubernetes 1.32, 1.33)
+        prepares a claim as a newer one would; the kubelet upgraded meanwhile
+        (a node pool mid-upgrade) unprepares it through v1."""
+        self.published_slice()
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        answer = self.plugin.prepare(objs.ref(c), version="v1beta1")
+        self.assertEqual(list(answer), [uid])
+        self.assertEqual(type(answer[uid]).DESCRIPTOR.full_name,
+                         "k8s.io.kubelet.pkg.apis.dra.v1beta1.NodePrepareResourceResponse")
+        host_dir, port = self.check_prepared(c, pod, answer[uid])
+        # Again through v1beta1: idempotent, the same devices.
+        again = self.plugin.prepare(objs.ref(c), version="v1beta1")
+        self.assertEqual(list(again[uid].devices), list(answer[uid].devices))
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+        self.check_gone(c, host_dir, port["name"])
+        self.assertEqual(self.plugin.unprepare(objs.ref(c), version="v1beta1")[uid].error, "")
 
     def test_unprepare_of_a_deleted_claim_leaves_a_newer_same_named_claims_metadata(self):
         """The metadata path is by claim name: a claim deleted and made again
