@@ -24,15 +24,14 @@ SUPPORTED_VERSIONS = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 
 
 def dra_services(stubs):
-    """(version, pb2, grpc module) of each DRA version served, in
-    SUPPORTED_VERSIONS' order."""
-    return [("v1.DRAPlugin", stubs.dra_pb2, stubs.dra_grpc),
-            ("v1beta1.DRAPlugin", stubs.dra_v1beta1_pb2, stubs.dra_v1beta1_grpc)]
+    """The generated service module of each DRA version served, in
+    SUPPORTED_VERSIONS' order. Their messages are v1's (the same bytes on
+    the wire)."""
+    return [stubs.dra_grpc, stubs.dra_v1beta1_grpc]
 
 
 def dra_servicer(pb2, grpc_module, driver):
-    """The DRA service of one version (its generated modules); every version
-    has the same messages and calls the same driver."""
+    """The DRA service of one version; every version calls the same driver."""
 
     class DraService(grpc_module.DRAPluginServicer):
         def NodePrepareResources(self, request, context):
@@ -108,7 +107,8 @@ class PluginSockets:
         self.servers = []
 
     def start(self):
-        services = [(m, dra_servicer(pb2, m, self.driver)) for _, pb2, m in dra_services(self.stubs)]
+        services = [(m, dra_servicer(self.stubs.dra_pb2, m, self.driver))
+                    for m in dra_services(self.stubs)]
 
         def add_dra(server):
             for module, servicer in services:

@@ -129,8 +129,8 @@ def generate(out_dir, root=None):
 
 def load(out_dir=None):
     """Imports the stubs (generating them when needed) and returns them as
-    dra_pb2, dra_grpc (DRA v1), dra_v1beta1_pb2, dra_v1beta1_grpc, reg_pb2,
-    reg_grpc."""
+    dra_pb2, dra_grpc (DRA v1), dra_v1beta1_grpc (its service, over v1's
+    messages), reg_pb2, reg_grpc."""
     out_dir = out_dir or stubs_dir()
     root = proto_root()
     if proto_key(root) is not None:

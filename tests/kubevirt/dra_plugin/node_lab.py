@@ -176,6 +176,12 @@ class Plugin:
     def _channel(self, path):
         return grpc.insecure_channel("unix:" + path)
 
+    def call_dra(self, method, request=b"", timeout=5):
+        """Calls a DRA method by its full gRPC name with raw request bytes
+        (no stubs between the test and the wire); returns the raw answer."""
+        with self._channel(self.dra_socket) as ch:
+            return ch.unary_unary(method)(request, timeout=timeout)
+
     def get_info(self, timeout=5):
         with self._channel(self.reg_socket) as ch:
             return STUBS.reg_grpc.RegistrationStub(ch).GetInfo(STUBS.reg_pb2.InfoRequest(), timeout=timeout)
@@ -191,11 +197,9 @@ class Plugin:
 
     @staticmethod
     def _dra(version):
-        """The generated modules of DRA `version` ("v1", or "v1beta1" as a
-        kubelet of 1.32 or 1.33 calls it)."""
-        if version == "v1beta1":
-            return STUBS.dra_v1beta1_pb2, STUBS.dra_v1beta1_grpc
-        return STUBS.dra_pb2, STUBS.dra_grpc
+        """The messages and service stub of DRA `version` ("v1", or "v1beta1"
+        as a kubelet of 1.32 or 1.33 calls it: the same messages)."""
+        return STUBS.dra_pb2, STUBS.dra_v1beta1_grpc if version == "v1beta1" else STUBS.dra_grpc
 
     def prepare(self, *claims, timeout=45, version="v1"):
         """claims: (namespace, name, uid); returns {uid: NodePrepareResourceResponse}."""

@@ -231,8 +231,16 @@ class Registration(PluginTestCase):
         self.assertEqual(info.endpoint, self.plugin.dra_socket)
         # Newest first: a kubelet takes the first it supports.
         self.assertEqual(list(info.supported_versions), ["v1.DRAPlugin", "v1beta1.DRAPlugin"])
-        # A kubelet of 1.32 or 1.33 calls v1beta1: answered on the same socket.
+        # A kubelet of 1.32 or 1.33 calls v1beta1: answered on the same socket,
+        # by the wire names of both (an empty request is an empty answer).
         self.assertEqual(self.plugin.unprepare(version="v1beta1"), {})
+        for version in ("v1", "v1beta1"):
+            for method in ("NodePrepareResources", "NodeUnprepareResources"):
+                self.assertEqual(self.plugin.call_dra(
+                    f"/k8s.io.kubelet.pkg.apis.dra.{version}.DRAPlugin/{method}"), b"")
+        with self.assertRaises(lab.grpc.RpcError) as unknown:
+            self.plugin.call_dra("/k8s.io.kubelet.pkg.apis.dra.v1alpha4.DRAPlugin/NodePrepareResources")
+        self.assertEqual(unknown.exception.code(), lab.grpc.StatusCode.UNIMPLEMENTED)
         self.plugin.notify(True)
         with self.assertRaises(lab.grpc.RpcError) as refused:
             self.plugin.notify(False, "plugin name taken")
@@ -629,8 +637,6 @@ class PortLifecycle(PluginTestCase):
         uid = c["metadata"]["uid"]
         answer = self.plugin.prepare(objs.ref(c), version="v1beta1")
         self.assertEqual(list(answer), [uid])
-        self.assertEqual(type(answer[uid]).DESCRIPTOR.full_name,
-                         "k8s.io.kubelet.pkg.apis.dra.v1beta1.NodePrepareResourceResponse")
         host_dir, port = self.check_prepared(c, pod, answer[uid])
         # Again through v1beta1: idempotent, the same devices.
         again = self.plugin.prepare(objs.ref(c), version="v1beta1")
