@@ -49,6 +49,10 @@ class Devices:
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["probe"]:
+        from . import probe
+        return probe.main(argv[1:])
     o = options.parse(argv)
     logging.basicConfig(level=getattr(logging, o.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

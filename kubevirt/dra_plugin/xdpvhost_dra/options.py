@@ -62,7 +62,7 @@ def parser():
     p = argparse.ArgumentParser(
         prog="xdpvhost-dra-plugin",
         description=f"DRA kubelet plugin of driver {DRIVER_NAME}: vhost-user ports of xdpvhostd for "
-                    "KubeVirt VMs.")
+                    "KubeVirt VMs. `xdpvhost-dra-plugin probe --help`: its liveness probe.")
     p.add_argument("--kubelet-root", default="/var/lib/kubelet", metavar="DIR",
                    help="the kubelet's root: plugins_registry/ and plugins/%s/ are used as the kubelet "
                         "lays them out (default: %%(default)s)" % DRIVER_NAME)

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -246,6 +247,31 @@ class Registration(PluginTestCase):
             self.plugin.notify(False, "plugin name taken")
         self.assertIn("plugin name taken", refused.exception.details())
         self.assertIn("kubelet refused the registration: plugin name taken", self.plugin.tail())
+
+    def probe(self, timeout=1.0):
+        """The liveness probe as the kubelet runs it in the plugin's container."""
+        p = subprocess.run([lab.PYTHON, lab.PLUGIN, "probe", "--kubelet-root", self.plugin.kubelet_root,
+                            "--timeout", str(timeout)], capture_output=True, text=True, timeout=60)
+        return p.returncode, (p.stdout + p.stderr).strip()
+
+    def test_the_liveness_probe_fails_while_the_plugin_does_not_answer(self):
+        self.assertEqual(self.probe(), (0, "alive"))
+        # Frozen (a hung gRPC server looks the same to the kubelet): both
+        # sockets are there, nothing answers.
+        os.kill(self.plugin.proc.pid, signal.SIGSTOP)
+        try:
+            rc, out = self.probe(timeout=0.5)
+            self.assertEqual(rc, 1, out)
+            self.assertIn("GetInfo: DEADLINE_EXCEEDED", out)
+        finally:
+            os.kill(self.plugin.proc.pid, signal.SIGCONT)
+        self.assertEqual(self.probe(), (0, "alive"))
+        # Stopped: the sockets are gone.
+        self.assertEqual(self.plugin.stop(), 0, self.plugin.tail())
+        rc, out = self.probe()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("registration socket", out)
+        self.assertIn("UNAVAILABLE", out)
 
     def test_sigterm_removes_both_sockets(self):
         for path in (self.plugin.dra_socket, self.plugin.reg_socket):
