@@ -12,9 +12,15 @@ from . import DRIVER_NAME
 log = logging.getLogger("xdpvhost-dra.slice")
 
 
+# The taint of a device whose uplink is down or gone: no new claim is
+# allocated it (NoSchedule); VMs already on it keep their ports and get
+# their link back with the uplink's.
+LINK_TAINT = DRIVER_NAME + "/uplink-down"
+
+
 def device_entry(dev, ports_capacity):
     q = DRIVER_NAME + "/"
-    return {
+    entry = {
         "name": dev.device,
         "allowMultipleAllocations": True,
         "attributes": {
@@ -30,6 +36,9 @@ def device_entry(dev, ports_capacity):
             },
         },
     }
+    if dev.link != "up":
+        entry["taints"] = [{"key": LINK_TAINT, "value": dev.link, "effect": "NoSchedule"}]
+    return entry
 
 
 def slice_spec(node, devices, ports_capacity, generation):
@@ -45,7 +54,8 @@ def slice_spec(node, devices, ports_capacity, generation):
 # the operator), per device: Kubernetes 1.34 and 1.35 have
 # DRAConsumableCapacity off by default.
 _GATED = (("allowMultipleAllocations", "DRAConsumableCapacity"),
-          ("capacity.requestPolicy", "DRAConsumableCapacity"))
+          ("capacity.requestPolicy", "DRAConsumableCapacity"),
+          ("taints", "DRADeviceTaints"))
 
 
 def _quantity(text):
@@ -101,6 +111,8 @@ def normal_devices(devices):
             capacity[name] = c
         if capacity:
             d["capacity"] = capacity
+        if "taints" in d:  # the server stamps timeAdded; the driver never sets it
+            d["taints"] = [{k: v for k, v in t.items() if k != "timeAdded"} for t in d["taints"]]
         out.append(d)
     return out
 
@@ -109,7 +121,7 @@ def _without_gated(devices):
     """`devices` (normal) as a server with every gate of _GATED off stores them."""
     out = []
     for d in devices:
-        d = {k: v for k, v in d.items() if k != "allowMultipleAllocations"}
+        d = {k: v for k, v in d.items() if k not in ("allowMultipleAllocations", "taints")}
         if "capacity" in d:
             d["capacity"] = {n: {k: v for k, v in c.items() if k != "requestPolicy"}
                              for n, c in d["capacity"].items()}

@@ -24,6 +24,7 @@ class UplinkDevice:
     interface: str   # its host interface
     mtu: int         # default MTU of a port on it
     max_mtu: int     # largest MTU a port on it may have
+    link: str = "up"  # its interface's state: up, down or absent
 
 
 def max_mtu(frame_size):
@@ -66,7 +67,8 @@ def from_uplinks(uplinks, default_mtu, warned=None):
                          "default MTU %d", name, interface, default_mtu)
                 if warned is not None:
                     warned.add(interface)
+        link = u.get("link") if u.get("link") in ("up", "down", "absent") else "up"
         devices.append(UplinkDevice(device=names.device_name(name), uplink=name,
                                     interface=interface, mtu=max(MIN_MTU, min(mtu, top)),
-                                    max_mtu=top))
+                                    max_mtu=top, link=link))
     return devices

@@ -406,6 +406,58 @@ class SlicesWithoutConsumableCapacity(SliceInSync, PluginTestCase):
         self.assertEqual(self.plugin.tail(400).count("does not keep"), 2, "reported once per start")
 
 
+@needs_root()
+class SlicesOfADownUplink(PluginTestCase):
+    """A device whose uplink is down is tainted (xdpvhost.io/uplink-down,
+    NoSchedule: no new claim is allocated it, VMs on it keep their ports);
+    the taint goes when the link comes back. The server stamps timeAdded:
+    the slice is not rewritten for it."""
+
+    tag = "taint"
+
+    def device(self):
+        return self.published_slice()["spec"]["devices"][0]
+
+    def set_link(self, state):
+        lab.netns.run("ip", "-n", self.net.node, "link", "set", lab.NODE_IF, state)
+
+    def test_a_down_uplink_is_tainted_until_it_is_up_again(self):
+        self.assertNotIn("taints", self.device())
+        self.set_link("down")
+        lab.wait_until(lambda: self.device().get("taints"), timeout=20, what="the taint")
+        taint = self.device()["taints"][0]
+        self.assertEqual({k: taint[k] for k in ("key", "value", "effect")},
+                         {"key": "xdpvhost.io/uplink-down", "value": "down", "effect": "NoSchedule"})
+        self.assertIn("timeAdded", taint)  # the server's
+        self.assert_sent_objects_valid()
+        puts = len(self.api.sent("PUT", "resourceslices"))
+        time.sleep(3)
+        self.assertEqual(len(self.api.sent("PUT", "resourceslices")), puts, "rewritten for timeAdded")
+        self.set_link("up")
+        lab.wait_until(lambda: "taints" not in self.device(), timeout=20, what="the taint gone")
+        self.assertEqual(self.published_slice()["spec"]["pool"]["generation"], 3)
+
+
+@needs_root()
+class SlicesOfADownUplinkWithoutDeviceTaints(PluginTestCase):
+    """Kubernetes 1.34 and 1.35 defaults: the server drops the taint; the
+    plugin says so, naming DRADeviceTaints, and does not write again."""
+
+    tag = "taint135"
+    feature_gates = KUBE_1_35_GATES
+
+    def test_the_dropped_taint_is_reported(self):
+        first = self.published_slice()
+        lab.netns.run("ip", "-n", self.net.node, "link", "set", lab.NODE_IF, "down")
+        lab.wait_until(lambda: "up0.taints" in self.plugin.tail(400), timeout=20,
+                       what="the dropped taint reported")
+        self.assertIn("DRADeviceTaints", self.plugin.tail(400))
+        time.sleep(2)
+        self.assertEqual(self.api.sent("PUT", "resourceslices"), [])
+        self.assertEqual(self.published_slice()["metadata"]["resourceVersion"],
+                         first["metadata"]["resourceVersion"])
+
+
 class StandinQuantities(unittest.TestCase):
     """The stand-in stores quantities as the API server does (the values
     of apimachinery's quantity tests)."""
@@ -986,7 +1038,8 @@ class GuestTraffic(PluginTestCase):
 
 
 SUITES = {"base": [MacRules, QueueLimit, StandinQuantities, Registration, ResourceSlices,
-                   SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity, ClaimErrors],
+                   SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity, SlicesOfADownUplink,
+                   SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors],
           "ports": [PortLifecycle],
           "guest": [GuestTraffic]}
 
