@@ -1,7 +1,13 @@
 """The node's ResourceSlice (kubevirt/INTERFACES.md, ResourceSlice): one
 pool named after the node, one slice, one shareable device per uplink, kept
 up to date in the API server (created, replaced with a new pool generation
-when the devices change, extra slices of this node and driver deleted)."""
+when the devices change, extra slices of this node and driver deleted).
+
+A stored slice is in sync when its devices are these as the API server
+stores them: quantities in canonical form, empty fields and the taints'
+timeAdded aside, and without the fields of feature gates the server has off
+(it drops them, and writing them again would change nothing); the fields it
+does not keep are reported once, with their gate."""
 
 import logging
 import re
@@ -50,13 +56,15 @@ def slice_spec(node, devices, ports_capacity, generation):
     }
 
 
-# What the API server drops when a feature gate is off (the gate named for
-# the operator), per device: Kubernetes 1.34 and 1.35 have
-# DRAConsumableCapacity off by default.
+# The device fields the API server drops when a feature gate is off, and
+# that gate (named for the operator): both are off by default in Kubernetes
+# 1.34 and 1.35. "capacity.X": field X of every capacity entry.
 _GATED = (("allowMultipleAllocations", "DRAConsumableCapacity"),
           ("capacity.requestPolicy", "DRAConsumableCapacity"),
           ("taints", "DRADeviceTaints"))
-
+# What a node loses while the gate is off.
+_GATE_COST = {"DRAConsumableCapacity": "each uplink takes one claim at a time",
+              "DRADeviceTaints": "a down uplink's device is not marked unusable"}
 
 def _quantity(text):
     """A Quantity's value, to compare as the API server does (by value: it
@@ -119,11 +127,13 @@ def normal_devices(devices):
 
 def _without_gated(devices):
     """`devices` (normal) as a server with every gate of _GATED off stores them."""
+    device_fields = {f for f, _ in _GATED if "." not in f}
+    capacity_fields = {f.split(".", 1)[1] for f, _ in _GATED if f.startswith("capacity.")}
     out = []
     for d in devices:
-        d = {k: v for k, v in d.items() if k not in ("allowMultipleAllocations", "taints")}
+        d = {k: v for k, v in d.items() if k not in device_fields}
         if "capacity" in d:
-            d["capacity"] = {n: {k: v for k, v in c.items() if k != "requestPolicy"}
+            d["capacity"] = {n: {k: v for k, v in c.items() if k not in capacity_fields}
                              for n, c in d["capacity"].items()}
         out.append(d)
     return out
@@ -159,8 +169,8 @@ def _gates_for(paths):
 
 
 def _ours(spec):
-    """The parts of a slice's spec this plugin sets, generation left out,
-    devices normal."""
+    """The parts of a slice's spec this plugin sets beside its devices,
+    generation left out."""
     pool = spec.get("pool") or {}
     return (spec.get("driver"), spec.get("nodeName"), pool.get("name"), pool.get("resourceSliceCount"))
 
@@ -199,9 +209,11 @@ class SlicePublisher:
             return
         self.dropped, self.gates = dropped, _gates_for(dropped)
         if dropped:
-            log.warning("the API server does not keep %s of ResourceSlice %s (feature gate %s off: "
-                        "the default before Kubernetes 1.36); each uplink then takes one claim at "
-                        "a time", ", ".join(dropped), name, ", ".join(self.gates) or "unknown")
+            costs = "; ".join(_GATE_COST[g] for g in self.gates)
+            log.warning("the API server does not keep %s of ResourceSlice %s (feature gate%s %s off: "
+                        "the default before Kubernetes 1.36)%s", ", ".join(dropped), name,
+                        "s" if len(self.gates) > 1 else "", ", ".join(self.gates) or "unknown",
+                        f": {costs}" if costs else "")
         else:
             log.info("the API server keeps every field of ResourceSlice %s", name)
 
@@ -210,7 +222,7 @@ class SlicePublisher:
             return True
         if self._accepted is not None and self._accepted == (wanted, stored):
             return True  # what the server made of exactly these devices
-        # What a server with DRAConsumableCapacity off keeps of them (a
+        # What a server with the gates of _GATED off keeps of them (a
         # restarted plugin has not written them yet).
         return stored == _without_gated(wanted)
 
