@@ -8,7 +8,9 @@ one Node, Pods, KubeVirt's VirtualMachineInstances), answers GET/POST/PUT/PATCH/
 does for those (generateName, uid, resourceVersion and optimistic
 concurrency, fieldSelector on spec.nodeName/spec.driver, 404 and 409 as
 Status objects, list items without kind and apiVersion; ResourceSlices
-stored as the server stores them, by its feature gates: apiserver_slices.py),
+stored as the server stores them, by its feature gates: apiserver_slices.py;
+given the plugin's ClusterRole, every request authorized by it as the API
+server's RBAC authorizer does, 403 Forbidden otherwise),
 and records every request with its body so the test can
 validate what the plugin sent against the resource.k8s.io/v1 OpenAPI
 schema. It checks nothing itself: no authentication, admission or
@@ -84,8 +86,12 @@ class _Server(ThreadingHTTPServer):
 
 
 class RecordedApiServer:
-    def __init__(self, netns=None, feature_gates=None):
+    # The user the plugin's requests come as (its ServiceAccount).
+    USER = "system:serviceaccount:xdpvhost-system:xdpvhost"
+
+    def __init__(self, netns=None, feature_gates=None, cluster_role=None):
         self.feature_gates = dict(DEFAULT_GATES if feature_gates is None else feature_gates)
+        self.cluster_role = cluster_role  # None: everything allowed
         self.objects = {}    # (plural, namespace or "", name) -> object
         self.requests = []   # {"method", "path", "query", "body", "status"}
         self.lock = threading.Lock()
@@ -234,6 +240,14 @@ class RecordedApiServer:
         if not path.startswith(f"/apis/{group}/" if group else "/api/"):
             return h._status(404, "NotFound", f"the server could not find the requested resource ({path})")
         what = f"{plural}.{group}" if group else plural
+        verb = _verb(method, name, query)
+        resource = plural + ("/status" if sub else "")
+        if self.cluster_role is not None and not _allows(self.cluster_role, group, resource, verb, name):
+            scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+            subject = f'{what} "{name}"' if name else what
+            return h._status(403, "Forbidden", f'{subject} is forbidden: User "{self.USER}" cannot '
+                             f'{verb} resource "{resource}" in API group "{group}" {scope}',
+                             name or "", plural)
         if name is None:
             if method == "GET":
                 items = [o for (p, n, _), o in self.objects.items() if p == plural and (not ns or n == ns)]
@@ -315,6 +329,31 @@ class RecordedApiServer:
             self.objects[key] = stored
             return 200, stored
         return h._status(405, "MethodNotAllowed", method)
+
+
+def _verb(method, name, query):
+    """The RBAC verb of a request (k8s.io/apiserver endpoints/request)."""
+    if method == "GET":
+        if name:
+            return "get"
+        return "watch" if query.get("watch") in ("true", "1") else "list"
+    if method == "DELETE" and not name:
+        return "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+
+
+def _allows(role, group, resource, verb, name):
+    """Whether a rule of ClusterRole `role` grants it (RBAC: apiGroups,
+    resources, verbs, resourceNames; "*" matches any)."""
+    def has(values, value):
+        return "*" in values or value in values
+    for rule in role.get("rules") or []:
+        if (has(rule.get("apiGroups") or [], group) and has(rule.get("resources") or [], resource)
+                and has(rule.get("verbs") or [], verb)):
+            names = rule.get("resourceNames") or []
+            if not names or (name and name in names):
+                return True
+    return False
 
 
 def _merge(target, patch):

@@ -217,6 +217,16 @@ class Plugin:
         return dict(r.claims)
 
 
+def plugin_cluster_role():
+    """The plugin's ClusterRole as deployed (deploy/kubernetes/base/rbac.yaml)."""
+    import yaml
+    with open(os.path.join(ROOT, "deploy", "kubernetes", "base", "rbac.yaml")) as f:
+        for doc in yaml.safe_load_all(f):
+            if doc and doc.get("kind") == "ClusterRole" and doc["metadata"]["name"] == "xdpvhost-dra-plugin":
+                return doc
+    raise RuntimeError("no ClusterRole xdpvhost-dra-plugin in deploy/kubernetes/base/rbac.yaml")
+
+
 def make_workdir(tag):
     path = f"/tmp/{PREFIX}{os.getpid()}-{tag}"
     shutil.rmtree(path, ignore_errors=True)

@@ -98,7 +98,8 @@ class PluginTestCase(unittest.TestCase):
         self.daemon = lab.start_daemon(os.path.join(self.dir, "daemon"), self.net,
                                        socket_root=os.path.join(self.dir, "sockets"))
         self.addCleanup(self.daemon.kill)
-        self.api = RecordedApiServer(netns=self.net.node, feature_gates=self.feature_gates).start()
+        self.api = RecordedApiServer(netns=self.net.node, feature_gates=self.feature_gates,
+                                     cluster_role=lab.plugin_cluster_role()).start()
         self.addCleanup(self.api.stop)
         self.node = self.api.add(objs.node(lab.NODE_NAME))
         kubeconfig = self.api.kubeconfig(os.path.join(self.dir, "kubeconfig"))
@@ -456,6 +457,32 @@ class SlicesOfADownUplinkWithoutDeviceTaints(PluginTestCase):
         self.assertEqual(self.api.sent("PUT", "resourceslices"), [])
         self.assertEqual(self.published_slice()["metadata"]["resourceVersion"],
                          first["metadata"]["resourceVersion"])
+
+
+class PluginRole(unittest.TestCase):
+    """The ClusterRole the plugin is deployed with grants the requests it
+    makes and no more (every other test runs the plugin against a stand-in
+    that enforces it, so a missing grant fails those)."""
+
+    def test_only_what_the_plugin_does(self):
+        from apiserver_standin import _allows
+        role = lab.plugin_cluster_role()
+        granted = [("resource.k8s.io", "resourceslices", v, None) for v in ("list", "create", "update", "delete")]
+        granted += [("resource.k8s.io", "resourceclaims", "get", "c"),
+                    ("resource.k8s.io", "resourceclaims/status", "update", "c"),
+                    ("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "xdpvhost.io"),
+                    ("", "nodes", "get", "n"), ("", "pods", "get", "p"),
+                    ("kubevirt.io", "virtualmachineinstances", "get", "vm")]
+        for g in granted:
+            self.assertTrue(_allows(role, *g), g)
+        refused = [("resource.k8s.io", "resourceslices", v, None) for v in ("get", "watch", "patch")]
+        refused += [("resource.k8s.io", "resourceclaims", v, None) for v in ("list", "watch", "update")]
+        refused += [("resource.k8s.io", "resourceclaims/status", v, "c") for v in ("get", "patch")]
+        refused += [("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "other.io"),
+                    ("", "nodes", "list", None), ("", "pods", "list", None), ("", "secrets", "get", "s"),
+                    ("kubevirt.io", "virtualmachineinstances", "list", None)]
+        for r in refused:
+            self.assertFalse(_allows(role, *r), r)
 
 
 class StandinQuantities(unittest.TestCase):
@@ -1037,7 +1064,7 @@ class GuestTraffic(PluginTestCase):
         self.assertFalse(os.path.exists(host_dir))
 
 
-SUITES = {"base": [MacRules, QueueLimit, StandinQuantities, Registration, ResourceSlices,
+SUITES = {"base": [MacRules, QueueLimit, PluginRole, StandinQuantities, Registration, ResourceSlices,
                    SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity, SlicesOfADownUplink,
                    SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors],
           "ports": [PortLifecycle],
