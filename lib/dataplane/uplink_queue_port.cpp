@@ -299,10 +299,11 @@ bool UplinkQueuePort::forward_chain(Forwarder& forwarder, GroDeliver& deliver, s
 bool UplinkQueuePort::coalescable(const Frame& frame, const Forwarder::Route& route,
                                   const Forwarder& forwarder) const noexcept {
   // The queue group that takes the frame's flow is a guest on this thread
-  // (mailbox slots hold one MTU frame, not 64 KiB; and a guest port takes
-  // every frame, into its ring or its backlog, so a frame out of GRO never
-  // meets a full destination) that takes TSO for the frame's IP version;
-  // untagged IPv4/IPv6 only.
+  // that takes TSO for the frame's IP version; untagged IPv4/IPv6 only. A
+  // frame out of GRO cannot wait (its UMEM frames are freed after the
+  // flush), and only there is its destination never full: a guest port
+  // takes every frame, into its ring or its backlog, while a mailbox toward
+  // another thread may be full.
   const SwitchEntry* to = route.to;
   if (to == nullptr || to->kind != PortKind::kGuest || to->thread != forwarder.thread())
     return false;
