@@ -117,6 +117,14 @@ class PluginTestCase(unittest.TestCase):
                   file=sys.stderr)
 
     # ---- helpers -----------------------------------------------------------
+    def wait_passes(self, n, timeout=60):
+        """Until the plugin has made `n` more reconcile passes (each lists
+        this node's ResourceSlices once)."""
+        def passes():
+            return len(self.api.sent("GET", r"/resourceslices$"))
+        start = passes()
+        lab.wait_until(lambda: passes() >= start + n, timeout=timeout, what=f"{n} reconcile passes")
+
     def published_slice(self, timeout=20):
         lab.wait_until(lambda: self.api.of("resourceslices"), timeout=timeout, what="a ResourceSlice")
         slices = self.api.of("resourceslices")
@@ -344,16 +352,16 @@ class ResourceSlices(PluginTestCase):
 class SliceInSync:
     """A slice the API server holds as the plugin wants it is not written
     again, whatever the server made of it: here over twelve reconcile
-    passes, and after the plugin restarts. Mixed into a PluginTestCase
+    passes, and after the plugin restarts (six). Mixed into a PluginTestCase
     with the stand-in's feature gates and the published capacity."""
 
     capacity = "1k"  # --ports-capacity 1000 as the server stores it
 
-    def check_left_alone(self, seconds=6):
+    def check_left_alone(self, passes=12):
         first = self.published_slice()
-        time.sleep(seconds)
+        self.wait_passes(passes)
         puts = self.api.sent("PUT", "resourceslices")
-        self.assertEqual(len(puts), 0, f"the slice was written again {len(puts)} times in {seconds} s")
+        self.assertEqual(len(puts), 0, f"the slice was written again {len(puts)} times in {passes} passes")
         now = self.published_slice()
         self.assertEqual(now["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"])
         self.assertEqual(now["spec"]["pool"]["generation"], 1)
@@ -363,7 +371,7 @@ class SliceInSync:
     def check_restart_leaves_it_alone(self):
         self.plugin.kill()
         self.plugin.start()
-        self.check_left_alone(seconds=3)
+        self.check_left_alone(passes=6)
 
 
 @needs_root()
@@ -432,7 +440,7 @@ class SlicesOfADownUplink(PluginTestCase):
         self.assertIn("timeAdded", taint)  # the server's
         self.assert_sent_objects_valid()
         puts = len(self.api.sent("PUT", "resourceslices"))
-        time.sleep(3)
+        self.wait_passes(6)
         self.assertEqual(len(self.api.sent("PUT", "resourceslices")), puts, "rewritten for timeAdded")
         self.set_link("up")
         lab.wait_until(lambda: "taints" not in self.device(), timeout=20, what="the taint gone")
@@ -453,7 +461,7 @@ class SlicesOfADownUplinkWithoutDeviceTaints(PluginTestCase):
         lab.wait_until(lambda: "up0.taints" in self.plugin.tail(400), timeout=20,
                        what="the dropped taint reported")
         self.assertIn("DRADeviceTaints", self.plugin.tail(400))
-        time.sleep(2)
+        self.wait_passes(4)
         self.assertEqual(self.api.sent("PUT", "resourceslices"), [])
         self.assertEqual(self.published_slice()["metadata"]["resourceVersion"],
                          first["metadata"]["resourceVersion"])
@@ -786,7 +794,7 @@ class PortLifecycle(PluginTestCase):
         self.assertEqual(self.plugin.prepare(objs.ref(new))[new_uid].error, "")
         md_file = os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io", "dra-device-metadata",
                                f"{NS}_vhost-claim", "vhost-port", "metadata.json")
-        time.sleep(2)  # four reconcile passes (--reconcile-interval 0.5)
+        self.wait_passes(4)
         self.assertEqual(self.metadata_stream(md_file)[0]["metadata"]["uid"], new_uid)
         self.assertNotIn("(reconcile): device metadata", self.plugin.tail(), "the passes rewrote the file")
         self.assertEqual(self.plugin.unprepare(objs.ref(old))[old_uid].error, "")
