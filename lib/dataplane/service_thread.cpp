@@ -217,7 +217,13 @@ void ServiceThread::rebuild_wait_set() {
 // kUnwatchAfterAwakeNs with work: an idle thread that wakes for housekeeping,
 // or one answering single requests, keeps them (each add polls the socket,
 // and in copy mode that poll tries to transmit).
+//
+// A port whose wait fds changed meanwhile (an uplink queue unbound while
+// frames flow) may have closed one of them: its number is not ours to pass
+// to epoll_ctl any more (EBADF, or another fd that took the number). The
+// set is rebuilt from the ports instead, without the sleep-only fds.
 void ServiceThread::watch_sleep_only_fds(bool watch) {
+  if (rebuild_wait_set_if_changed() && !watch) return;  // the new set has none of them
   sleep_only_fds_watched_ = watch;
   for (WaitFd& w : wait_fds_) {
     if (!w.only_while_sleeping) continue;
@@ -233,9 +239,15 @@ void ServiceThread::watch_sleep_only_fds(bool watch) {
   }
 }
 
-void ServiceThread::sleep() {
+bool ServiceThread::rebuild_wait_set_if_changed() {
   for (Port* p : ports_) wait_fds_dirty_ = p->take_wait_fds_changed() || wait_fds_dirty_;
-  if (wait_fds_dirty_) rebuild_wait_set();
+  if (!wait_fds_dirty_) return false;
+  rebuild_wait_set();
+  return true;
+}
+
+void ServiceThread::sleep() {
+  rebuild_wait_set_if_changed();
   // Kick eventfds are edge-triggered and read only when epoll reports them:
   // no syscall per sleep for them. A kick that came before notifications are
   // re-armed is covered by the re-check of every ring in prepare_sleep().

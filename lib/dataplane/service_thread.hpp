@@ -150,6 +150,8 @@ class ServiceThread {
   unsigned drain_inboxes();
   void sleep();
   void rebuild_wait_set();
+  // Rebuilds the set if a port's wait fds changed; true if it did.
+  bool rebuild_wait_set_if_changed();
   void watch_sleep_only_fds(bool watch);
   Port* local_port(std::uint32_t id) const noexcept;
 

@@ -4,8 +4,14 @@
 #include "dataplane/service_thread.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 
+#include <atomic>
 #include <chrono>
+#include <sstream>
 #include <future>
 #include <optional>
 #include <thread>
@@ -14,6 +20,7 @@
 #include "sys/cpu_budget.hpp"
 #include "dataplane/guest_port.hpp"
 #include "net_test_guest.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace xdpvhost::dataplane {
 namespace {
@@ -241,6 +248,64 @@ TEST(ServiceThread, DetachedPortIsNoLongerReachable) {
   EXPECT_EQ(
       a->port.counters().drops[static_cast<std::size_t>(DropReason::kUnknownDestination)].get(),
       1u);
+}
+
+// A port with one sleep-only fd (as an uplink queue's AF_XDP socket), busy
+// while `busy` is set, whose fd can be closed and replaced on its thread.
+class SleepOnlyFdPort : public Port {
+ public:
+  explicit SleepOnlyFdPort(std::uint32_t id) : Port(id, "sleep-only", PortKind::kUplink) {}
+  unsigned poll(Forwarder&) override { return busy.load(std::memory_order_relaxed) ? 1 : 0; }
+  void deliver(const Frame&) override {}
+  void end_burst() override {}
+  bool prepare_sleep() override { return false; }
+  void after_wake() override {}
+  void wait_fds(std::vector<WaitFd>& out, bool&) override {
+    if (fd) out.push_back({fd.get(), EPOLLIN, false, this, true});
+  }
+  // As an uplink queue unbound and bound again: the old fd closed first.
+  void replace_fd() {
+    fd.reset();
+    fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    wait_fds_changed();
+  }
+  void wake() const {
+    const std::uint64_t one = 1;
+    ASSERT_EQ(::write(fd.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  }
+  std::atomic<bool> busy{false};
+  sys::UniqueFd fd{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+};
+
+// The sleep-only fds are unwatched once the thread has been busy a while.
+// If a port closed one meanwhile, that number is no longer the port's: the
+// thread rebuilds its set instead of asking epoll to remove a closed fd
+// (which failed with EBADF at every uplink re-bind under traffic, and once
+// logged, hid every later epoll error).
+TEST(ServiceThread, AFdClosedWhileTheThreadIsBusyIsNotUnwatchedByItsNumber) {
+  std::ostringstream log;
+  auto logger = std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  const auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  {
+    Dataplane dp(options(1, 0));
+    SleepOnlyFdPort port(dp.allocate_port_id());
+    dp.attach(port, 0);
+    dp.thread(0).call([&] { dp.thread(0).wait_fds_changed(); });
+    for (int round = 0; round < 20; ++round) {
+      ASSERT_TRUE(
+          eventually([&] { return dp.thread(0).state() == ServiceThread::State::kSleeping; }));
+      port.busy = true;  // asleep with the fd watched; woken by it, and busy
+      port.wake();
+      dp.thread(0).call([&] { port.replace_fd(); });
+      std::this_thread::sleep_for(2ms);  // busy past the unwatch delay (200 us)
+      port.busy = false;
+    }
+    dp.detach(port);
+  }
+  spdlog::set_default_logger(previous);
+  EXPECT_EQ(log.str().find("epoll_ctl"), std::string::npos) << log.str();
 }
 
 }  // namespace
