@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/if_link.h>
 #include <net/if.h>
 #include <unistd.h>
 #include <xdp/libxdp.h>
@@ -440,6 +441,48 @@ int XdpProgram::list_attached(const std::string& ifname, std::vector<AttachedXdp
   return 0;
 }
 
+namespace {
+
+// Our programs among a dispatcher's components, detached through libxdp: it
+// alone knows the dispatcher's layout. (libxdp 1.3.1 leaves a bpf-prog fd
+// open per xdp_multiprog__get_from_ifindex, so this is the only other call.)
+int remove_stale_from_dispatcher(int ifindex, std::string& text) {
+  std::string log;
+  LogCapture capture(log);
+  xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
+  if (const long err = libxdp_get_error(mp); err != 0) {
+    if (err == -ENOENT) return 0;  // detached meanwhile
+    text = std::string("reading XDP state: ") + std::strerror(static_cast<int>(-err));
+    return static_cast<int>(err);
+  }
+  std::vector<xdp_program*> stale;
+  for (xdp_program* p = xdp_multiprog__next_prog(nullptr, mp); p != nullptr;
+       p = xdp_multiprog__next_prog(p, mp)) {
+    if (is_ours(p)) stale.push_back(p);
+  }
+  int result = 0;
+  if (!stale.empty()) {
+    const int err = xdp_program__detach_multi(stale.data(), stale.size(), ifindex,
+                                              xdp_multiprog__attach_mode(mp), 0);
+    if (err == 0) {
+      result = static_cast<int>(stale.size());
+      text = "removed " + std::to_string(result) +
+             " stale " XDP_STEER_PROG_NAME " from the dispatcher";
+    } else {
+      result = err;
+      text = std::string("detaching stale programs from the dispatcher: ") + std::strerror(-err);
+    }
+  }
+  xdp_multiprog__close(mp);
+  return result;
+}
+
+}  // namespace
+
+// A program attached on its own (no dispatcher) is found and detached with
+// the kernel's calls, opening only the fd that names it in the detach, so a
+// restarted daemon holds nothing of the one it replaced (libxdp's reading of
+// the interface kept the old program and its maps alive in the new daemon).
 int XdpProgram::remove_stale(const std::string& ifname, std::string* report) {
   std::string local;
   std::string& text = report != nullptr ? *report : local;
@@ -449,51 +492,42 @@ int XdpProgram::remove_stale(const std::string& ifname, std::string* report) {
     text = ifname + ": " + std::strerror(-ifindex);
     return ifindex;
   }
-  std::string log;
-  LogCapture capture(log);
-  xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
-  if (const long err = libxdp_get_error(mp); err != 0) {
-    if (err == -ENOENT) return 0;  // nothing attached
-    text = std::string("reading XDP state: ") + std::strerror(static_cast<int>(-err));
-    return static_cast<int>(err);
+  LIBBPF_OPTS(bpf_xdp_query_opts, query);
+  if (const int err = bpf_xdp_query(ifindex, 0, &query); err != 0) {
+    text = std::string("reading XDP state: ") + std::strerror(-err);
+    return err;
   }
+  struct Slot {
+    std::uint32_t id;
+    std::uint32_t mode_flag;
+  };
+  const Slot slots[] = {{query.drv_prog_id, XDP_FLAGS_DRV_MODE},
+                        {query.skb_prog_id, XDP_FLAGS_SKB_MODE},
+                        {query.hw_prog_id, XDP_FLAGS_HW_MODE}};
+  for (const Slot& slot : slots)
+    if (slot.id != 0 && program_name(slot.id) == kDispatcherName)
+      return remove_stale_from_dispatcher(ifindex, text);
   int removed = 0;
-  int result = 0;
-  if (xdp_multiprog__is_legacy(mp)) {
-    xdp_program* main = xdp_multiprog__main_prog(mp);
-    if (main != nullptr && is_ours(main)) {
-      const int err = xdp_multiprog__detach(mp);
-      if (err == 0) {
-        removed = 1;
-        text = "removed stale " XDP_STEER_PROG_NAME " id " + std::to_string(xdp_program__id(main));
-      } else {
-        result = err;
-        text = std::string("detaching stale program: ") + std::strerror(-err);
-      }
-    } else if (main != nullptr) {
-      text = std::string("foreign XDP program '") + xdp_program__name(main) + "' left in place";
+  for (const Slot& slot : slots) {
+    if (slot.id == 0) continue;
+    const std::string name = program_name(slot.id);
+    if (name != XDP_STEER_PROG_NAME) {
+      text = "foreign XDP program '" + name + "' left in place";
+      continue;
     }
-  } else {
-    std::vector<xdp_program*> stale;
-    for (xdp_program* p = xdp_multiprog__next_prog(nullptr, mp); p != nullptr;
-         p = xdp_multiprog__next_prog(p, mp)) {
-      if (is_ours(p)) stale.push_back(p);
+    // Detached only if it is still that program (XDP_FLAGS_REPLACE).
+    const sys::UniqueFd old(bpf_prog_get_fd_by_id(slot.id));
+    if (!old) continue;  // gone meanwhile
+    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = old.get());
+    if (const int err = bpf_xdp_detach(ifindex, slot.mode_flag | XDP_FLAGS_REPLACE, &opts);
+        err != 0) {
+      text = std::string("detaching stale program: ") + std::strerror(-err);
+      return err;
     }
-    if (!stale.empty()) {
-      const int err = xdp_program__detach_multi(stale.data(), stale.size(), ifindex,
-                                                xdp_multiprog__attach_mode(mp), 0);
-      if (err == 0) {
-        removed = static_cast<int>(stale.size());
-        text = "removed " + std::to_string(removed) +
-               " stale " XDP_STEER_PROG_NAME " from the dispatcher";
-      } else {
-        result = err;
-        text = std::string("detaching stale programs from the dispatcher: ") + std::strerror(-err);
-      }
-    }
+    ++removed;
+    text = "removed stale " XDP_STEER_PROG_NAME " id " + std::to_string(slot.id);
   }
-  xdp_multiprog__close(mp);
-  return result != 0 ? result : removed;
+  return removed;
 }
 
 }  // namespace xdpvhost::nic

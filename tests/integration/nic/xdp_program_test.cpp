@@ -5,6 +5,7 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <bpf/bpf.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -231,6 +232,33 @@ TEST_F(XdpProgramTest, AttachRemovesAStaleProgramByItself) {
   const auto list = attached();
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0].id, prog->program_id());
+}
+
+// A daemon restarted after a crash removes the program its predecessor left
+// and keeps nothing of it: no fd, so the kernel frees the program and its
+// maps (libxdp's reading of the interface kept one bpf-prog fd, and with it
+// the old program and its five maps, for the new daemon's whole life).
+TEST_F(XdpProgramTest, RemovingStaleProgramsHoldsNothingOfThem) {
+  const auto before = fds_by_kind();
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_NO_FATAL_FAILURE(leave_program_of_killed_process());
+    const std::uint32_t stale_id = attached().at(0).id;
+    std::string report;
+    ASSERT_EQ(XdpProgram::remove_stale(kIfA, &report), 1) << i << ": " << report;
+    ASSERT_TRUE(attached().empty()) << i;
+    // Freed once nothing holds it (the kernel frees it after an RCU grace period).
+    bool freed = false;
+    for (int wait = 0; wait < 200 && !freed; ++wait) {
+      const int fd = bpf_prog_get_fd_by_id(stale_id);
+      freed = fd < 0;
+      if (fd >= 0) {
+        ::close(fd);
+        ::usleep(10'000);
+      }
+    }
+    ASSERT_TRUE(freed) << i << ": stale program " << stale_id << " is still loaded";
+  }
+  EXPECT_EQ(fds_by_kind(), before);
 }
 
 TEST_F(XdpProgramTest, ForeignProgramIsLeftInPlace) {
