@@ -68,10 +68,15 @@ def main():
     ap.add_argument("--xdpvhostd-tunables", metavar="K=V,...",
                     help="xdpvhostd's start-up tunables instead of the defaults "
                     "(busy_poll_us=50,signal_batch=32,napi_busy_poll=false)")
+    ap.add_argument("--minutes", type=float, default=60,
+                    help="with --scenarios soak: how long the soak runs (default 60)")
+    ap.add_argument("--seed", type=int, help="with --scenarios soak: replay the soak of this seed")
     ap.add_argument("--summary-only", metavar="JSONL",
                     help="only rebuild summary.md and the plots from an existing results.jsonl")
     args = ap.parse_args()
 
+    if args.scenarios == "soak":
+        return soak(args)
     prof = profile.SMOKE if args.smoke else profile.FULL
     if args.reps:
         prof.reps = args.reps
@@ -110,6 +115,24 @@ def main():
     if args.xdpvhostd:
         args.xdpvhostd = os.path.abspath(args.xdpvhostd)
     return harness.run(args, prof)
+
+
+def soak(args):
+    """The soak (tests/soak/README.md): not a side-by-side measurement but
+    days of a node's life in --minutes; its report goes to --out."""
+    import subprocess
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = os.path.abspath(args.out or os.path.join(HERE, "results", f"soak-{stamp}"))
+    cmd = [sys.executable, os.path.join(ROOT, "tests", "soak", "run_soak.py"),
+           "--minutes", str(args.minutes), "--workdir", out]
+    daemon = args.xdpvhostd or os.environ.get("XDPVHOSTD") or first_existing(
+        os.path.join(ROOT, "build", "daemon", "xdpvhostd"))
+    image = args.guest_image or os.environ.get("XDPVHOST_GUEST_IMAGE_DIR") or first_existing(
+        os.path.join(ROOT, "build", "guest-image"))
+    cmd += ["--xdpvhostd", daemon] if daemon else []
+    cmd += ["--guest-image", image] if image else []
+    cmd += ["--seed", str(args.seed)] if args.seed is not None else []
+    return subprocess.call(cmd)
 
 
 def rebuild(args):

@@ -4,7 +4,7 @@
 # pairs, XDP programs and QEMU guests of their own (and remove them).
 #
 #   release tree (build/):  every label: unit, integration, dpdk, guest, e2e,
-#                           kubevirt, bench (smoke), lint (clang-format,
+#                           kubevirt, soak (5 minutes), bench (smoke), lint (clang-format,
 #                           clang-tidy on what changed since a clean check)
 #   sanitizer tree (build-fuzz/): clang, ASan + UBSan + libFuzzer
 #                           instrumentation: every unit test (the fuzz

@@ -9,7 +9,9 @@ _PR_SET_PDEATHSIG = 1
 
 def die_with_parent():
     """preexec_fn for subprocess.Popen: the child gets SIGKILL when the
-    process that started it dies (PR_SET_PDEATHSIG), however that happens."""
+    thread that started it ends (PR_SET_PDEATHSIG is the parent thread's, not
+    its process's), however that happens. A child that must outlive a
+    worker thread is started from one that lives as long as it should."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
