@@ -86,8 +86,8 @@ std::string Daemon::start() {
   }
   for (const auto& port : std::vector<PortConfig>(config_.ports)) {
     const bool uplink_gone = port.uplink && config_.find_uplink(*port.uplink) == nullptr;
-    std::string error =
-        uplink_gone ? "its uplink " + *port.uplink + " was left out" : open_port(port);
+    std::string error = uplink_gone ? "its uplink " + *port.uplink + " was left out"
+                                    : open_port(port, MtuAbove::kReport);
     if (!error.empty()) {
       if (!run_time_ports_.count(port.name)) {
         shutdown();
@@ -188,11 +188,15 @@ std::optional<ConfigError> Daemon::remove_uplink(const std::string& name) {
   return std::nullopt;
 }
 
-std::string Daemon::open_port(const PortConfig& port) {
+std::string Daemon::open_port(const PortConfig& port, MtuAbove mtu_above) {
   // What the uplink's interface, program and sockets carry, once set up.
   if (const auto* uplink = uplink_of(port)) {
     std::string why;
-    if (!uplink->admits_mtu(port.mtu, why)) return why;
+    if (!uplink->admits_mtu(port.mtu, why)) {
+      if (mtu_above == MtuAbove::kRefuse) return why;
+      spdlog::error("uplink {}: port {}: {}; its longer frames are dropped as oversize",
+                    *port.uplink, port.name, why);
+    }
   }
   // A fixed MAC another port of the VM holds (a same-node migration's
   // source) is this port's once the migration shows (mac_handover.hpp).
@@ -316,7 +320,7 @@ std::optional<ConfigError> Daemon::add_port_from(const PortConfig& port, bool ru
                          {}};
   const Config previous = config_;
   config_ = std::move(next.value());
-  if (std::string error = open_port(port); !error.empty()) {
+  if (std::string error = open_port(port, MtuAbove::kRefuse); !error.empty()) {
     config_ = previous;
     return ConfigError{ConfigErrorKind::kOperationFailed, "port " + port.name + ": " + error, {}};
   }

@@ -91,7 +91,12 @@ class Daemon {
   }
 
  private:
-  std::string open_port(const PortConfig& port);
+  // What an MTU above what the port's uplink carries does: refuses the port
+  // (one added now: nothing is lost) or is reported and its longer frames
+  // dropped as oversize (one the daemon starts with: the interface's MTU may
+  // have been lowered since it was added, as it may while the daemon runs).
+  enum class MtuAbove { kRefuse, kReport };
+  std::string open_port(const PortConfig& port, MtuAbove mtu_above);
   std::string open_uplink(const UplinkConfig& uplink);
   std::uint32_t uplink_id(const std::optional<std::string>& name) const;
   // The port the switch reaches at `mac` (configured or learned), or nullptr.

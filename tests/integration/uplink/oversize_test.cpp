@@ -204,6 +204,32 @@ TEST_F(Jumbo, AGuestMtuAboveWhatTheUplinkCarriesIsRefusedNamingTheLimit) {
   EXPECT_TRUE(request("port.add", port).ok());
 }
 
+// The interface's MTU lowered below a port's while the daemon was down (or
+// before it was restarted after a crash): the daemon starts with its ports,
+// as it keeps them when the MTU drops while it runs, says which frames it
+// will drop, and frames that fit still cross. (It refused to start.)
+TEST_F(Jumbo, ADaemonStartedOnAnInterfaceMtuBelowItsPortsKeepsThem) {
+  std::string out;
+  for (const auto& [ns_cmd, ifname] : {std::pair{&UplinkLab::in_node, UplinkLab::kNodeIf},
+                                       std::pair{&UplinkLab::in_peer, UplinkLab::kPeerIf}}) {
+    ASSERT_EQ((lab_.*ns_cmd)(std::string("ip link set ") + ifname + " mtu 1280", &out), 0) << out;
+  }
+  json port = port_config(kVm1);
+  port["mtu"] = 1500;
+  ASSERT_NO_FATAL_FAILURE(
+      start_daemon(daemon_config(json::array({uplink_config()}), json::array({port}))));
+  EXPECT_NE(daemon_->log_tail(200).find("port vm1: mtu 1500 needs frames of 1518 bytes"),
+            std::string::npos)
+      << daemon_->log_tail();
+  ASSERT_NO_FATAL_FAILURE(connect_guest(vm1_, kVm1));
+  {
+    NetnsScope in(lab_.peer_fd());
+    peer_ = std::make_unique<PacketSocket>(UplinkLab::kPeerIf, kEtherType);
+  }
+  ASSERT_TRUE(peer_->valid());
+  cross(1294, 1298, 5);  // the longest frames the interface's MTU 1280 carries
+}
+
 // The interface's MTU raised while the daemon runs: the uplink carries the
 // longer frames from the next try on (every 5 s), without a restart.
 TEST_F(Jumbo, AnInterfaceMtuRaisedAtRunTimeIsFollowed) {
