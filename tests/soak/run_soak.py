@@ -75,7 +75,7 @@ class Soak:
         self.churn_s = args.churn_s
         self.kill_every = args.kill_every
         self.guest_image = args.guest_image
-        self.lab = soak_lab.Lab(self.workdir, args.xdpvhostd)
+        self.lab = soak_lab.Lab(self.workdir, args.xdpvhostd, bpffs=args.bpffs)
         self.generation = 0
         self.epoch = 0
         self.restarting = threading.Event()
@@ -359,6 +359,9 @@ def main():
     ap.add_argument("--xdpvhostd", default=paths.xdpvhostd())
     ap.add_argument("--guest-image", default=os.environ.get("XDPVHOST_GUEST_IMAGE_DIR"))
     ap.add_argument("--workdir", default="/tmp/xdpvhost-soak")
+    ap.add_argument("--bpffs", action="store_true",
+                    help="the daemon sees bpffs, as in the DaemonSet: libxdp attaches its "
+                    "program through a dispatcher")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1 << 32)

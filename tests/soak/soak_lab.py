@@ -38,13 +38,14 @@ GUEST_PORTS = {
 
 
 class Lab:
-    def __init__(self, workdir, daemon_binary):
+    def __init__(self, workdir, daemon_binary, bpffs=False):
         pid = os.getpid()
         self.node, self.peer = f"{PREFIX}{pid}-node", f"{PREFIX}{pid}-peer"
         self.workdir = workdir
         self.sock_dir = os.path.join(workdir, "sockets")
         os.makedirs(self.sock_dir, exist_ok=True)
         self.daemon_binary = daemon_binary
+        self.bpffs = bpffs  # as in the DaemonSet: libxdp attaches through its dispatcher
         self.daemon = None
 
     # ---- namespaces and the veth ---------------------------------------------
@@ -126,7 +127,7 @@ class Lab:
         it was (its state file holds what was added since)."""
         if self.daemon is None:
             self.daemon = Daemon(self.workdir, self.config(), binary=self.daemon_binary,
-                                 netns=self.node, start_timeout=60)
+                                 netns=self.node, bpffs=self.bpffs, start_timeout=60)
         return self.daemon.start()
 
     def rewrite_config(self, change):
