@@ -192,11 +192,8 @@ std::string Daemon::open_port(const PortConfig& port, MtuAbove mtu_above) {
   // What the uplink's interface, program and sockets carry, once set up.
   if (const auto* uplink = uplink_of(port)) {
     std::string why;
-    if (!uplink->admits_mtu(port.mtu, why)) {
-      if (mtu_above == MtuAbove::kRefuse) return why;
-      spdlog::error("uplink {}: port {}: {}; its longer frames are dropped as oversize",
-                    *port.uplink, port.name, why);
-    }
+    // kReport: the uplink says so once the port is its guest (add_guest).
+    if (!uplink->admits_mtu(port.mtu, why) && mtu_above == MtuAbove::kRefuse) return why;
   }
   // A fixed MAC another port of the VM holds (a same-node migration's
   // source) is this port's once the migration shows (mac_handover.hpp).

@@ -85,12 +85,14 @@ void UplinkController::update_frame_limit() {
   frame_limit_ = nic::uplink_frame_limit(frame_facts_);
   spdlog::info("uplink {}: frames up to {} bytes{} ({})", config_.name, frame_limit_.max_frame,
                frame_limit_.multi_buffer ? ", multi-buffer" : "", frame_limit_.reason);
-  for (const auto& [name, guest] : guests_) {
-    std::string why;
-    if (!admits_mtu(guest.mtu, why))
-      spdlog::error("uplink {}: port {}: {}; its longer frames are dropped as oversize",
-                    config_.name, name, why);
-  }
+  for (const auto& [name, guest] : guests_) report_mtu_above(name, guest.mtu);
+}
+
+void UplinkController::report_mtu_above(const std::string& port, std::uint32_t mtu) const {
+  std::string why;
+  if (!admits_mtu(mtu, why))
+    spdlog::error("uplink {}: port {}: {}; its longer frames are dropped as oversize", config_.name,
+                  port, why);
 }
 
 bool UplinkController::start(std::string& error) {
@@ -450,6 +452,7 @@ void UplinkController::add_guest(const std::string& port, std::optional<net::Mac
   guests_[port] = Guest{mac, mtu};
   if (mac) steer(*mac);
   apply_max_frame();
+  report_mtu_above(port, mtu);
 }
 
 void UplinkController::set_guest_mac(const std::string& port, std::optional<net::MacAddress> mac) {

@@ -170,6 +170,8 @@ class UplinkController {
   // Recomputes frame_limit_ from frame_facts_ and logs it (and every guest
   // it leaves out).
   void update_frame_limit();
+  // Logs (error) that a guest of this MTU has its longer frames dropped, if so.
+  void report_mtu_above(const std::string& port, std::uint32_t mtu) const;
   std::map<std::string, Guest> guests_;  // by port name
   nic::UplinkFrameFacts frame_facts_;
   nic::UplinkFrameLimit frame_limit_;
