@@ -55,6 +55,9 @@ import soak_lab  # noqa: E402
 EXPECTED_PROBLEMS = (
     r"uplink up0: xvsoak-n0 is down$",                                # link down, veth deleted
     r"uplink up0: interface xvsoak-n0 is gone; waiting for it",       # veth deleted
+    # A restart while the veth was deleted, or had one channel (queue 1 gone).
+    r"uplink up0: interface xvsoak-n0 does not exist \(yet\); waiting for it",
+    r"queue 1: xsk: xvsoak-n0 queue 1: copy-mode bind refused: Invalid argument",
     r"uplink up0: its XDP program is no longer on xvsoak-n0 \(removed by someone else\)",
     # A queue bound again right after its program was removed (the kernel
     # has not let go of the old socket yet): tried again shortly.
