@@ -1,11 +1,38 @@
 #include "sys/peer_io_watch.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "sys/unique_fd.hpp"
+
 namespace xdpvhost::sys {
 
 thread_local PeerIoWatch* PeerIoWatch::current_ = nullptr;
 
 namespace {
 void on_peer_io_signal(int /*signal*/) {}
+
+// The scheduler state of one of this process's threads ('S' asleep and
+// interruptible, 'R' running or runnable, ...), from the third field of
+// /proc/self/task/TID/stat; 0 if it cannot be read. The thread's name comes
+// before it in parentheses and may hold any character: the state follows
+// the last ')'.
+char scheduler_state(pid_t tid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
+  const UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return 0;
+  char stat[256];
+  const ssize_t n = ::read(fd.get(), stat, sizeof stat - 1);
+  if (n <= 0) return 0;
+  stat[n] = 0;
+  const char* end_of_name = std::strrchr(stat, ')');
+  if (end_of_name == nullptr || end_of_name[1] != ' ') return 0;
+  return end_of_name[2];
+}
 }  // namespace
 
 void PeerIoWatch::install_handler() noexcept {
@@ -18,6 +45,7 @@ void PeerIoWatch::install_handler() noexcept {
 
 void PeerIoWatch::bind_to_current_thread() noexcept {
   thread_ = ::pthread_self();
+  tid_ = ::gettid();
   current_ = this;
   // The signal reaches this thread even if its creator blocked it.
   sigset_t set;
@@ -32,6 +60,10 @@ bool PeerIoWatch::check() noexcept {
   const bool stuck = (seq & 1) != 0 && seq == last_seen_;
   last_seen_ = seq;
   if (!stuck || !bound_.load(std::memory_order_acquire)) return false;
+  // Still in the call because it runs or waits for a CPU, not for the peer:
+  // not interrupted, and looked at again at the next check (last_seen_ kept).
+  // A state that cannot be read does not spare it.
+  if (scheduler_state(tid_) == 'R') return false;
   if (::pthread_kill(thread_, kSignal) != 0) return false;
   interrupts_.fetch_add(1, std::memory_order_relaxed);
   return true;

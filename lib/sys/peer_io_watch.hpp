@@ -7,9 +7,12 @@
 //
 // The thread that does such I/O runs each call inside a PeerIoWatch::Call.
 // A watcher on another thread calls check() periodically; a call it finds
-// still open at two checks in a row is sent kSignal, whose handler does
-// nothing and is installed without SA_RESTART: the sleeping syscall returns
-// EINTR, and its caller gives up that fd (breaks the peer's queue).
+// still open at two checks in a row, on a thread the kernel has asleep, is
+// sent kSignal, whose handler does nothing and is installed without
+// SA_RESTART: the sleeping syscall returns EINTR, and its caller gives up
+// that fd (breaks the peer's queue). A thread that is running or waits for a
+// CPU (state R: preempted on a loaded node) is left alone: its call is not
+// sleeping, and the next check looks again.
 //
 // A signal that arrives after the call ended does no harm: a syscall on a
 // non-blocking fd never sleeps, so nothing else sees EINTR but a sleep in
@@ -21,6 +24,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
@@ -57,7 +61,7 @@ class PeerIoWatch {
   };
 
   // On the watcher's thread (one only): sends kSignal if the call open at
-  // the last check is still open; true then.
+  // the last check is still open and the thread sleeps; true then.
   bool check() noexcept;
   // Calls check() interrupted so far (any thread).
   std::uint64_t interrupts() const noexcept { return interrupts_.load(std::memory_order_relaxed); }
@@ -72,6 +76,7 @@ class PeerIoWatch {
   std::atomic<std::uint64_t> seq_{0};  // odd while a call is open
   std::atomic<bool> bound_{false};
   pthread_t thread_{};
+  pid_t tid_ = 0;                // for its scheduler state in /proc
   std::uint64_t last_seen_ = 0;  // the watcher's
   std::atomic<std::uint64_t> interrupts_{0};
 };

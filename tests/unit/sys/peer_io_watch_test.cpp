@@ -1,5 +1,6 @@
 // PeerIoWatch: a syscall on an fd whose peer cleared O_NONBLOCK sleeps until
-// the watcher interrupts it; calls that do not sleep are never interrupted.
+// the watcher interrupts it; calls that do not sleep are never interrupted,
+// however long they take (a thread preempted inside one on a loaded node).
 // An eventfd made blocking stands for the peer's: a read sleeps while its
 // counter is zero, a write while it is full. (No timing is asserted: the
 // checks repeat until the call returns.)
@@ -123,6 +124,24 @@ TEST(PeerIoWatch, TheSignalOutsideASleepingCallHarmsNothing) {
   EXPECT_EQ(sent, 200);
   EXPECT_GT(rounds.load(), 0);
   EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(PeerIoWatch, ACallThatRunsLongIsNotInterrupted) {
+  // A call open across many checks whose thread is running, as one preempted
+  // on a loaded node is (state R): it does not wait for the peer. Before the
+  // watch read the thread's state, the second check interrupted it.
+  PeerIoWatch watch;
+  const Outcome o = run_watched(
+      watch,
+      [] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        return ssize_t{0};
+      },
+      [] {});
+  EXPECT_EQ(o.result, 0);
+  EXPECT_EQ(watch.interrupts(), 0u);
 }
 
 }  // namespace
