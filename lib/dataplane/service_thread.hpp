@@ -82,23 +82,29 @@ class ServiceThread {
     struct Task {
       explicit Task(Fn f) : fn(std::move(f)) {}
       Fn fn;
+      std::chrono::nanoseconds cpu{0};  // this thread's, on fn; read once done is set
       std::promise<R> done;
     };
     auto task = std::make_shared<Task>(std::move(fn));
     auto future = task->done.get_future();
     post([task] {
+      const auto start = sys::thread_cpu_time();
       if constexpr (std::is_void_v<R>) {
         task->fn();
+        task->cpu = sys::thread_cpu_time() - start;
         task->done.set_value();
       } else {
-        task->done.set_value(task->fn());
+        R result = task->fn();
+        task->cpu = sys::thread_cpu_time() - start;
+        task->done.set_value(std::move(result));
       }
     });
-    // The wait is charged to whom the caller serves (sys::TurnCharge).
-    const auto start = std::chrono::steady_clock::now();
-    const auto status = future.wait_for(kCallDeadline);
-    sys::add_thread_blocked_time(std::chrono::steady_clock::now() - start);
-    if (status == std::future_status::ready) return future.get();
+    if (future.wait_for(kCallDeadline) == std::future_status::ready) {
+      // What the command cost this thread is charged to whom the caller
+      // serves (sys::TurnCharge); set_value made the store visible.
+      sys::add_thread_delegated_cpu_time(task->cpu);
+      return future.get();
+    }
     declare_stalled();
     return R();
   }

@@ -11,15 +11,15 @@ std::chrono::nanoseconds thread_cpu_time() noexcept {
 }
 
 namespace {
-thread_local std::chrono::nanoseconds blocked{0};
+thread_local std::chrono::nanoseconds delegated{0};
 }  // namespace
 
-std::chrono::nanoseconds thread_blocked_time() noexcept {
-  return blocked;
+std::chrono::nanoseconds thread_delegated_cpu_time() noexcept {
+  return delegated;
 }
 
-void add_thread_blocked_time(std::chrono::nanoseconds wait) noexcept {
-  blocked += wait;
+void add_thread_delegated_cpu_time(std::chrono::nanoseconds spent) noexcept {
+  delegated += spent;
 }
 
 }  // namespace xdpvhost::sys

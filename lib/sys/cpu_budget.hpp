@@ -1,8 +1,9 @@
 #pragma once
 // One client's share of the thread that serves it. The CPU time the thread
 // spends on the client's behalf (its own CPU clock, so time it is preempted
-// is not charged), and the time it waits for service threads to carry out
-// the client's requests, are taken from a balance; wall time gives it back
+// is not charged), and the CPU time service threads spend carrying out the
+// client's requests (theirs, so neither their other work nor a node too
+// loaded to run them is charged), are taken from a balance; wall time gives it back
 // at `share` of its length, up to `burst`. While the balance is below zero
 // the client waits: wait() says how long. The control thread keeps one per
 // vhost-user port, so that a frontend resetting its device in a loop (each
@@ -19,12 +20,13 @@ namespace xdpvhost::sys {
 // The calling thread's CPU time so far (CLOCK_THREAD_CPUTIME_ID).
 std::chrono::nanoseconds thread_cpu_time() noexcept;
 
-// How long the calling thread has waited so far for other threads to do work
-// on its behalf (the control thread in ServiceThread::call): what its CPU
-// clock does not show, yet nobody else is served meanwhile.
-std::chrono::nanoseconds thread_blocked_time() noexcept;
-// The waiter adds each wait it measured.
-void add_thread_blocked_time(std::chrono::nanoseconds wait) noexcept;
+// The CPU time other threads have spent so far on work the calling thread
+// handed them (the control thread's commands in ServiceThread::call): what
+// its own CPU clock does not show. The wall time it waited for them is not
+// it: that is mostly their other work, or a node too loaded to run them.
+std::chrono::nanoseconds thread_delegated_cpu_time() noexcept;
+// The caller adds what each such piece of work cost the thread that did it.
+void add_thread_delegated_cpu_time(std::chrono::nanoseconds spent) noexcept;
 
 class CpuBudget {
  public:
@@ -62,19 +64,22 @@ class CpuBudget {
 };
 
 // Charges a budget, when it goes out of scope, with what the calling thread
-// spent meanwhile: its CPU time and the time it waited on other threads.
+// spent meanwhile: its CPU time and the CPU time of the work it handed to
+// other threads.
 class TurnCharge {
  public:
   explicit TurnCharge(CpuBudget& budget) noexcept
-      : budget_(budget), cpu_(thread_cpu_time()), blocked_(thread_blocked_time()) {}
+      : budget_(budget), cpu_(thread_cpu_time()), delegated_(thread_delegated_cpu_time()) {}
   TurnCharge(const TurnCharge&) = delete;
   TurnCharge& operator=(const TurnCharge&) = delete;
-  ~TurnCharge() { budget_.charge((thread_cpu_time() - cpu_) + (thread_blocked_time() - blocked_)); }
+  ~TurnCharge() {
+    budget_.charge((thread_cpu_time() - cpu_) + (thread_delegated_cpu_time() - delegated_));
+  }
 
  private:
   CpuBudget& budget_;
   std::chrono::nanoseconds cpu_;
-  std::chrono::nanoseconds blocked_;
+  std::chrono::nanoseconds delegated_;
 };
 
 }  // namespace xdpvhost::sys

@@ -56,13 +56,13 @@ TEST(ThreadCpuTime, GrowsWithWorkDoneAndNotWithSleep) {
   EXPECT_LT(thread_cpu_time() - c1, 40ms);
 }
 
-TEST(TurnCharge, ChargesCpuTimeAndTimeWaitedOnOtherThreadsNotSleep) {
+TEST(TurnCharge, ChargesCpuTimeAndWorkHandedToOtherThreadsNotSleep) {
   CpuBudget budget({100ms, 0.5}, Clock::now());
   const auto before = budget.balance();
   {
     const TurnCharge charge{budget};
-    std::this_thread::sleep_for(30ms);  // neither work nor a wait for others
-    add_thread_blocked_time(40ms);      // as ServiceThread::call reports its wait
+    std::this_thread::sleep_for(30ms);    // no work of anyone's
+    add_thread_delegated_cpu_time(40ms);  // as ServiceThread::call reports a command's cost
   }
   const auto charged = before - budget.balance();
   EXPECT_GE(charged, 40ms);
