@@ -141,7 +141,7 @@ std::string confine(Daemon& daemon, const Config& config, bool seccomp) {
   spdlog::info("capabilities kept: {}", effective_capabilities());
   // Started from here, the watcher thread holds what this thread holds now,
   // and the seccomp filter below (TSYNC) covers it too.
-  dp.watch_peer_io();
+  dp.watch_threads();
   if (!seccomp) {
     spdlog::warn("seccomp filter off (security.seccomp false or --no-seccomp)");
     return "";

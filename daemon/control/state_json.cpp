@@ -86,7 +86,10 @@ json thread_status(const dataplane::ServiceThread& t, const std::vector<std::str
               {"ports", ports},
               {"uplinks", uplinks},
               {"busy_poll_us", t.busy_poll_us()},
-              {"state", t.reported_state()}};
+              {"state", t.reported_state()},
+              {"heartbeat", json{{"misses", t.heartbeat().misses()},
+                                 {"silence_ms", t.heartbeat().silence().count()},
+                                 {"longest_silence_ms", t.heartbeat().longest_silence().count()}}}};
 }
 
 namespace {

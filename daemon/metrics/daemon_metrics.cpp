@@ -181,6 +181,24 @@ void add_thread_families(Families& out, Daemon& daemon) {
     out.push_back(std::move(f));
   }
   {
+    auto f = make_family(
+        "xdpvhost_thread_heartbeat_misses_total", MetricType::Counter,
+        "Times a service thread, awake, went 1 s without a poll round (a round stuck, or no CPU "
+        "for it); each silence counts once.");
+    for (std::uint16_t t = 0; t < n; ++t)
+      add_sample(f, {{"thread", index[t]}}, dp.thread(t).heartbeat().misses());
+    out.push_back(std::move(f));
+  }
+  {
+    auto f = make_family("xdpvhost_thread_longest_silence_seconds", MetricType::Gauge,
+                         "The longest a service thread has gone, awake, without a poll round "
+                         "(checked every 100 ms).");
+    for (std::uint16_t t = 0; t < n; ++t)
+      add_sample(f, {{"thread", index[t]}},
+                 std::chrono::duration<double>(dp.thread(t).heartbeat().longest_silence()).count());
+    out.push_back(std::move(f));
+  }
+  {
     auto f = make_family("xdpvhost_thread_busy_poll_microseconds", MetricType::Gauge,
                          "busy_poll_us in effect on the service thread.");
     for (std::uint16_t t = 0; t < n; ++t)

@@ -20,11 +20,11 @@ Dataplane::Dataplane(Options options) : tunables_(options.tunables) {
   publish_table();
 }
 
-void Dataplane::watch_peer_io() {
+void Dataplane::watch_threads() {
   if (watcher_) return;
-  std::vector<sys::PeerIoWatch*> watches;
-  for (auto& t : threads_) watches.push_back(&t->peer_io());
-  watcher_ = std::make_unique<PeerIoWatcher>(std::move(watches));
+  std::vector<ServiceThread*> threads;
+  for (auto& t : threads_) threads.push_back(t.get());
+  watcher_ = std::make_unique<ThreadWatcher>(std::move(threads));
 }
 
 Dataplane::~Dataplane() {

@@ -8,10 +8,10 @@
 #include <optional>
 #include <vector>
 
-#include "dataplane/peer_io_watcher.hpp"
 #include "dataplane/port.hpp"
 #include "dataplane/service_thread.hpp"
 #include "dataplane/switch_table.hpp"
+#include "dataplane/thread_watcher.hpp"
 #include "dataplane/tunables.hpp"
 
 namespace xdpvhost::dataplane {
@@ -68,10 +68,11 @@ class Dataplane {
   // Applies to every service thread between two bursts.
   void set_tunables(const Tunables& t);
 
-  // Starts the watcher that interrupts a service thread's syscall on a
-  // peer's fd once it sleeps (PeerIoWatcher). Its thread inherits the
-  // caller's capabilities: the daemon calls this once its own are dropped.
-  void watch_peer_io();
+  // Starts the watcher of the service threads (ThreadWatcher): it interrupts
+  // a syscall on a peer's fd once it sleeps, and checks their heartbeats.
+  // Its thread inherits the caller's capabilities: the daemon calls this
+  // once its own are dropped.
+  void watch_threads();
 
  private:
   void publish_table();
@@ -81,7 +82,7 @@ class Dataplane {
   L2Domains l2_domains_;
   Tunables tunables_;
   std::uint32_t next_port_id_ = 1;
-  std::unique_ptr<PeerIoWatcher> watcher_;
+  std::unique_ptr<ThreadWatcher> watcher_;
 };
 
 }  // namespace xdpvhost::dataplane

@@ -119,6 +119,7 @@ void ServiceThread::run() {
   std::uint64_t idle_since = 0;
   std::uint64_t last_housekeeping = monotonic_ns();
   while (!stop_requested_.load(std::memory_order_relaxed)) {
+    heartbeat_.beat();
     if (commands_.pending()) counters_.commands.add(commands_.run_pending());
     const unsigned work = poll_round();
     const std::uint64_t now = monotonic_ns();

@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dataplane/heartbeat.hpp"
 #include "dataplane/command_queue.hpp"
 #include "dataplane/counters.hpp"
 #include "dataplane/forwarder.hpp"
@@ -110,8 +111,15 @@ class ServiceThread {
   }
   bool stalled() const noexcept { return stalled_.load(std::memory_order_relaxed); }
   // Its syscalls on peers' fds, for the watcher that interrupts one that
-  // sleeps (Dataplane's PeerIoWatcher).
+  // sleeps, and its heartbeat (Dataplane's ThreadWatcher).
   sys::PeerIoWatch& peer_io() noexcept { return peer_io_; }
+  Heartbeat& heartbeat() noexcept { return heartbeat_; }
+  const Heartbeat& heartbeat() const noexcept { return heartbeat_; }
+  // Asleep in epoll, stopped or not started: no round is due.
+  bool owes_no_round() const noexcept {
+    const State s = state();
+    return s == State::kSleeping || s == State::kStopped || s == State::kStarting;
+  }
 
   // What status and the metrics call the thread's state: busy (the last
   // burst found work), polling (busy polling), sleeping (in epoll), stalled
@@ -173,6 +181,7 @@ class ServiceThread {
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> stalled_{false};
   sys::PeerIoWatch peer_io_;
+  Heartbeat heartbeat_;
   std::thread thread_;
 
   std::vector<Port*> ports_;

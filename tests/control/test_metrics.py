@@ -45,6 +45,8 @@ FAMILIES = {
     "xdpvhost_thread_info": "gauge",
     "xdpvhost_thread_state": "gauge",
     "xdpvhost_thread_busy_poll_microseconds": "gauge",
+    "xdpvhost_thread_heartbeat_misses_total": "counter",
+    "xdpvhost_thread_longest_silence_seconds": "gauge",
     "xdpvhost_thread_iterations_total": "counter",
     "xdpvhost_thread_sleeps_total": "counter",
     "xdpvhost_thread_wakeups_total": "counter",

@@ -15,7 +15,8 @@ seed (printed first, so that a failing run is replayed with --seed).
               (node_census.py) and the frame accounting of the daemon's
               lifetime so far (soak_accounting.py).
 
-Pass: no actor found anything wrong; the accounting closes at every
+Pass: no actor found anything wrong; no service thread missed its heartbeat
+(awake 1 s without a poll round); the accounting closes at every
 checkpoint; after the --warmup checkpoints every count (fds by kind,
 mappings, threads, BPF programs and maps system-wide, XDP attachments,
 socket files, namespaces, interfaces) stays what it was, i.e. grows 0 per
@@ -83,6 +84,7 @@ class Soak:
         self.epoch = 0
         self.restarting = threading.Event()
         self.failures, self.events = [], []
+        self.heartbeat_misses_reported = set()  # (daemon lifetime, thread)
         self.lock = threading.Lock()
         self.t0 = time.monotonic()
         # The daemon dies with the thread that started it (PR_SET_PDEATHSIG is
@@ -184,11 +186,14 @@ class Soak:
         ledger = dict(status["resources"])
         ledger["bpf_programs"] = len(ledger.get("bpf_programs", []))
         ledger["bpf_maps"] = len(ledger.get("bpf_maps", []))
+        heartbeats = {t["index"]: t["heartbeat"] for t in status["threads"]}
+        self.check_heartbeats(heartbeats)
         daemon_sockets = [f for f in node_census.socket_files(self.lab.sock_dir)
                           if not f.startswith("g1.")]  # g1's file is testpmd's (server=1)
         return {
             "t": self.now(), "kind": kind, "epoch": self.epoch, "generation": self.generation,
             "ledger": ledger,
+            "heartbeats": heartbeats,
             "smaps": node_census.smaps_rollup(d.pid),
             "system": {
                 "bpf_programs": len(node_census.bpf_program_ids()),
@@ -199,6 +204,17 @@ class Soak:
                 "node_interfaces": len(node_census.interfaces(self.lab.node)),
             },
         }
+
+
+    def check_heartbeats(self, heartbeats):
+        """Every service thread ran its rounds: none went 1 s awake without
+        one (the daemon counts it; reported once per thread and lifetime)."""
+        for index, h in heartbeats.items():
+            key = (self.generation, index)
+            if h["misses"] and key not in self.heartbeat_misses_reported:
+                self.heartbeat_misses_reported.add(key)
+                self.fail(f"service thread {index} missed its heartbeat {h['misses']} times "
+                          f"(longest silence {h['longest_silence_ms']} ms)")
 
 
 # What must not grow: every count of the checkpoint samples (flattened names).
@@ -425,6 +441,10 @@ def main():
     print(json.dumps({k: report[k] for k in ("seed", "epochs", "daemon_lifetimes", "actors",
                                               "qemu_ping_replies")}, indent=1))
     print("slopes per hour:", json.dumps(report.get("slopes_per_hour", {}), indent=1))
+    silences = [h["longest_silence_ms"] for s in samples + checkpoints
+                for h in s.get("heartbeats", {}).values()]
+    print(f"service threads' longest silence awake: {max(silences, default=0)} ms "
+          f"(a heartbeat is missed at 1000)")
     if soak.failures:
         print(f"soak FAILED ({len(soak.failures)} findings; seed {args.seed}):")
         for t, text in soak.failures[:30]:

@@ -180,6 +180,47 @@ TEST(ServiceThread, AWaitBehindTheThreadsOtherWorkIsNotChargedToTheCaller) {
   EXPECT_LT(sys::thread_delegated_cpu_time() - before, 50ms);
 }
 
+TEST(ServiceThread, AThreadStuckInARoundMissesItsHeartbeatAndTheWatcherSaysSo) {
+  // A round that does not end (here a command spinning for 1.5 s; in the
+  // field a ring walk gone wrong, or a thread starved of CPU), seen without
+  // anyone asking anything of the thread. The other thread, asleep all the
+  // while, owes nothing.
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+  {
+    Dataplane dp(options(2, 0));
+    dp.watch_threads();
+    ASSERT_TRUE(
+        eventually([&] { return dp.thread(1).state() == ServiceThread::State::kSleeping; }));
+    std::atomic<bool> seen_unhealthy{false};
+    dp.thread(0).post([] {
+      const auto start = sys::thread_cpu_time();
+      while (sys::thread_cpu_time() - start < 1500ms) {
+      }
+    });
+    EXPECT_TRUE(eventually([&] {
+      if (dp.thread(0).heartbeat().silence() >= Heartbeat::kDeadline) seen_unhealthy = true;
+      return dp.thread(0).heartbeat().misses() == 1;
+    }));
+    EXPECT_TRUE(eventually([&] {
+      if (dp.thread(0).heartbeat().silence() >= Heartbeat::kDeadline) seen_unhealthy = true;
+      return dp.thread(0).heartbeat().silence() == 0ms &&
+             dp.thread(0).heartbeat().longest_silence() >= 1000ms;
+    })) << "it runs rounds again";
+    EXPECT_TRUE(seen_unhealthy.load());
+    EXPECT_EQ(dp.thread(0).heartbeat().misses(), 1u) << "one silence, one miss";
+    EXPECT_EQ(dp.thread(1).heartbeat().misses(), 0u);
+    EXPECT_EQ(dp.thread(1).heartbeat().longest_silence(), 0ms);
+  }
+  spdlog::set_default_logger(previous);
+  EXPECT_NE(log.str().find("service thread 0: awake (busy) but no poll round for over 1000 ms"),
+            std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("service thread 0: runs rounds again"), std::string::npos) << log.str();
+}
+
 TEST(ServiceThread, ACallPastItsDeadlineGetsNothingAndTheThreadIsStalled) {
   Dataplane dp(options(1, 0));
   std::promise<void> release;
