@@ -121,7 +121,14 @@ class QemuGuests(Actor):
     """QEMU guest lifetimes on q0 (2 queue pairs, QEMU reconnects every second):
     boot, ping the peer, `ethtool -L eth0 combined 1`, ping, back to 2, ping,
     then SIGTERM (QEMU quits) or SIGKILL (a crash). IPv6 is off in the guest
-    and its neighbour is static: it sends only unicast."""
+    and its neighbour is static: it sends only unicast.
+
+    Most lifetimes also restart their rings as a migration does: QMP `stop`
+    (QEMU takes every ring back with GET_VRING_BASE, as a migration's source
+    does when it stops the VM), then `cont` (QEMU sets the rings up again
+    from those bases, as after a cancelled migration or on its destination),
+    at a random moment of the guest's traffic and queue changes. The daemon
+    must show the rings stopped, then running again."""
     name = "qemu"
     SCRIPT = r"""
 ping -c 20 -i 0.2 -W 2 $XV_PEER >/dev/null; ethtool -L $XV_IF combined 1
@@ -146,11 +153,24 @@ xv serve
                            peer=L.PEER_IP, neigh=[f"{L.PEER_IP}@{L.PEER_MAC}"],
                            netdev_queues=2, kernel_args=["ipv6.disable=1"],
                            cmd=self.SCRIPT, workdir=self.soak.workdir, quiet=True)
-        self.event(f"q0: QEMU guest, {'SIGKILL' if crash else 'SIGTERM'} at the end")
+        restart_rings = self.rng.random() < 0.7
+        restart_after = self.rng.uniform(0, 8)  # s after the guest booted
+        self.event(f"q0: QEMU guest, {'SIGKILL' if crash else 'SIGTERM'} at the end"
+                   f"{f', rings restarted {restart_after:.1f} s after boot' if restart_rings else ''}")
         try:
             self.guest.start()
             deadline = time.monotonic() + 150
+            restart_at = None
             while not stop.is_set() and time.monotonic() < deadline:
+                if restart_rings and restart_at is None:
+                    try:
+                        self.guest.wait_booted(timeout=1)
+                    except GuestTimeout:
+                        continue
+                    restart_at = time.monotonic() + restart_after
+                if restart_rings and time.monotonic() >= restart_at:
+                    restart_rings = False
+                    self.restart_rings(stop)
                 try:
                     result = self.guest.wait_result("soak-ping", timeout=1)
                 except GuestTimeout:
@@ -171,6 +191,33 @@ xv serve
             self.guest.kill()
             self.count("sigterm")
         self.guest = None
+
+    def restart_rings(self, stop):
+        """QMP stop, a pause, QMP cont; the daemon must see q0's rings stop
+        and run again. Not judged when a daemon restart overlaps it (the
+        port then reconnects instead)."""
+        generation = self.soak.generation
+        self.guest.qmp("stop")
+        stopped = self.wait_port_state(("connected",), 10)
+        stop.wait(self.rng.uniform(0.2, 2))
+        self.guest.qmp("cont")
+        running = self.wait_port_state(("running",), 30)
+        if self.soak.generation != generation or self.soak.restarting.is_set():
+            self.count("ring_restarts_overlapping_a_daemon_restart")
+            return
+        if not stopped or not running:
+            raise AssertionError(f"q0's rings restarted by QMP stop/cont: stopped seen {stopped}, "
+                                 f"running again {running}")
+        self.count("ring_restarts")
+
+    def wait_port_state(self, states, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ports = {p["name"]: p["state"] for p in self.soak.call("port.list")}
+            if ports.get("q0") in states:
+                return True
+            time.sleep(0.05)
+        return False
 
     def settle(self):
         if self.guest:
