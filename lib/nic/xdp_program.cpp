@@ -289,9 +289,22 @@ XdpProgram::~XdpProgram() {
   if (prog_ != nullptr) xdp_program__close(prog_);
 }
 
+// A program attached on its own is detached with the kernel's call, and only
+// while it is still the one attached (XDP_FLAGS_REPLACE with its own fd): a
+// program someone else put there meanwhile stays. libxdp's detach is kept
+// for a dispatcher's component, whose layout it alone knows; for a single
+// program it read the interface back and left one bpf-prog fd open per call
+// (libxdp 1.3.1), which held the detached program and its maps loaded.
 int XdpProgram::detach() noexcept {
   if (!attached_) return 0;
   attached_ = false;
+  if (!via_dispatcher_) {
+    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = xdp_program__fd(prog_));
+    const std::uint32_t mode = mode_ == XdpMode::kNative ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+    const int err = bpf_xdp_detach(ifindex_, mode | XDP_FLAGS_REPLACE, &opts);
+    // EEXIST: another program is attached now; ours is not there to detach.
+    return err == -EEXIST ? 0 : err;
+  }
   const xdp_attach_mode mode = mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB;
   std::string log;
   LogCapture capture(log);

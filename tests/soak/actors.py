@@ -279,6 +279,69 @@ class PortChurn(Actor):
         self.present.clear()
 
 
+# ---- a second uplink, added and removed -------------------------------------------
+class UplinkChurn(Actor):
+    """A second uplink, up1 on xvsoak-n1, added over the control socket with
+    up to 3 ports on it, held a few seconds, then removed; sometimes the
+    removal is asked while ports still name it, which must be refused
+    (-32008) and leave it serving. Each addition attaches an XDP program,
+    binds an AF_XDP socket and maps its UMEM; each removal must give every
+    one of them back (the checkpoints count them)."""
+    name = "uplinks"
+    NAME_IN_USE, IN_USE = -32001, -32008
+
+    def __init__(self, soak, index):
+        super().__init__(soak, index)
+        self.ports = []
+
+    def step(self, stop):
+        self.remove_all()  # what a restart from the state file brought back
+        self.add("uplink.add", name="up1", interface=L.NODE_IF1, queues=[0], bind="copy")
+        self.count("added")
+        for i in range(self.rng.randrange(4)):
+            name = f"u1-{i}"
+            self.add("port.add", name=name, socket=self.soak.lab.socket_path(name),
+                     mac=f"52:54:00:5c:00:{i:02x}", uplink="up1")
+            self.ports.append(name)
+        stop.wait(self.rng.uniform(0.5, 4))
+        if self.ports and self.rng.random() < 0.3:
+            try:
+                self.soak.call("uplink.remove", name="up1")
+                raise AssertionError(f"uplink.remove of up1 accepted while {self.ports} use it")
+            except RpcError as e:
+                if e.code != self.IN_USE:
+                    raise
+                self.count("refused_in_use")
+            if [u["name"] for u in self.soak.call("uplink.list")].count("up1") != 1:
+                raise AssertionError("up1 gone after its removal was refused")
+        self.remove_all()
+        self.count("removed")
+        stop.wait(self.rng.uniform(0.2, 2))
+
+    def add(self, method, **params):
+        """An addition; one the daemon made and saved just before a SIGKILL
+        is already there when the call is retried after the restart."""
+        generation = self.soak.generation
+        try:
+            self.soak.call(method, **params)
+        except RpcError as e:
+            if e.code != self.NAME_IN_USE or generation == self.soak.generation:
+                raise
+            self.count("added_before_a_restart")
+
+    def remove_all(self):
+        # After a restart the state file brought back what was there: ask.
+        for p in self.soak.call("port.list"):
+            if p["name"].startswith("u1-"):
+                self.soak.call("port.remove", name=p["name"])
+        self.ports.clear()
+        if any(u["name"] == "up1" for u in self.soak.call("uplink.list")):
+            self.soak.call("uplink.remove", name="up1")
+
+    def settle(self):
+        self.remove_all()
+
+
 # ---- the uplink ---------------------------------------------------------------------
 class UplinkFaults(Actor):
     """What happens to a NIC under a daemon: its link goes down and up (either
@@ -486,5 +549,5 @@ while True:
             self.count("bursts")
 
 
-ALL = (PeerTraffic, TestpmdGuests, QemuGuests, PortChurn, UplinkFaults, ControlLoad, ControlLoad,
-       Scraper, Restarter)
+ALL = (PeerTraffic, TestpmdGuests, QemuGuests, PortChurn, UplinkChurn, UplinkFaults, ControlLoad,
+       ControlLoad, Scraper, Restarter)

@@ -6,7 +6,8 @@ seed (printed first, so that a failing run is replayed with --seed).
               seconds: its fd count, sampled every 5 s, never changes;
   2. epochs   until --minutes are up, each --churn-s seconds of every actor
               at once (actors.py: testpmd and QEMU guest lifetimes, up to 64
-              ports added and removed, uplink faults, control clients with
+              ports added and removed, a second uplink added and removed
+              with its ports, uplink faults, control clients with
               malformed requests, a scrape a second, SIGHUP reloads, a
               SIGKILL and restart from the state file every --kill-every
               epochs, paced traffic from the peer), sampled every 10 s; then
@@ -199,6 +200,8 @@ class Soak:
                 "bpf_programs": len(node_census.bpf_program_ids()),
                 "bpf_maps": len(node_census.bpf_map_ids()),
                 "xdp_attached": len(node_census.xdp_attachments(self.lab.node, soak_lab.NODE_IF)),
+                "xdp_attached_n1": len(node_census.xdp_attachments(self.lab.node,
+                                                                   soak_lab.NODE_IF1)),
                 "socket_files": len(daemon_sockets),
                 "namespaces": len(node_census.namespaces(soak_lab.PREFIX)),
                 "node_interfaces": len(node_census.interfaces(self.lab.node)),

@@ -9,6 +9,8 @@ uplink, three guest ports and a state file.
     g1  client port, testpmd guests (server=1)
     q0  server port, QEMU guests (2 queue pairs)
     churn-NN  ports added and removed over the control socket
+    uplink up1 on xvsoak-n1 (queue 0) <veth>      xvsoak-p1 (no address)
+              added and removed over the control socket, with ports u1-N
 
 Nothing here leaves the two namespaces: IPv6 is off in both, the neighbours
 are static, so every frame on the veth is unicast and the frame accounting
@@ -23,6 +25,8 @@ from xvtest.daemon import Daemon
 
 PREFIX = "xvsoak-"
 NODE_IF, PEER_IF = "xvsoak-n0", "xvsoak-p0"
+# The second uplink's veth: there all run long; the uplink on it comes and goes.
+NODE_IF1, PEER_IF1 = "xvsoak-n1", "xvsoak-p1"
 PEER_MAC = "02:78:76:00:5a:01"
 PEER_IP, GUEST_IP = "10.79.0.1", "10.79.0.2"
 QUEUES = 2            # the veth's channels, each way, at the baseline
@@ -54,6 +58,10 @@ class Lab:
         for ns in (self.node, self.peer):
             netns.create(ns)
         self.create_veth()
+        netns.run("ip", "-n", self.node, "link", "add", NODE_IF1, "type", "veth", "peer", "name",
+                  PEER_IF1, "netns", self.peer)
+        self.in_node("ip", "link", "set", NODE_IF1, "up")
+        self.in_peer("ip", "link", "set", PEER_IF1, "up")
 
     def teardown(self):
         for ns in (self.node, self.peer):

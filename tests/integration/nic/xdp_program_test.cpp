@@ -238,6 +238,36 @@ TEST_F(XdpProgramTest, AttachRemovesAStaleProgramByItself) {
 // and keeps nothing of it: no fd, so the kernel frees the program and its
 // maps (libxdp's reading of the interface kept one bpf-prog fd, and with it
 // the old program and its five maps, for the new daemon's whole life).
+// An uplink added and removed over the control socket attaches and detaches
+// its program each time: the detached program is freed, and nothing of it
+// stays open (libxdp's detach read the interface back and left one bpf-prog
+// fd per call, holding the program and its maps loaded: found by the soak).
+TEST_F(XdpProgramTest, AttachingAndDetachingHundredsOfTimesHoldsNothing) {
+  const auto before = fds_by_kind();
+  for (int i = 0; i < 200; ++i) {
+    std::string error;
+    auto prog = XdpProgram::attach(kIfA, {}, error);
+    ASSERT_TRUE(prog) << i << ": " << error;
+    const std::uint32_t id = prog->program_id();
+    if (i % 2 == 0) {
+      ASSERT_EQ(prog->detach(), 0) << i;  // then the destructor, which detaches nothing
+    }
+    prog.reset();
+    ASSERT_TRUE(attached().empty()) << i;
+    bool freed = false;
+    for (int wait = 0; wait < 200 && !freed; ++wait) {
+      const int fd = bpf_prog_get_fd_by_id(id);
+      freed = fd < 0;
+      if (fd >= 0) {
+        ::close(fd);
+        ::usleep(10'000);
+      }
+    }
+    ASSERT_TRUE(freed) << i << ": detached program " << id << " is still loaded";
+  }
+  EXPECT_EQ(fds_by_kind(), before);
+}
+
 TEST_F(XdpProgramTest, RemovingStaleProgramsHoldsNothingOfThem) {
   const auto before = fds_by_kind();
   for (int i = 0; i < 100; ++i) {
