@@ -114,8 +114,10 @@ void SocketEndpoint::try_connect() {
   if (r.fd.valid()) {
     last_connect_error_.clear();
     // Who is at the other end: logged with the connection (the frontend's
-    // socket is in a directory its owner can write).
-    if (auto peer = sys::peer_credentials(r.fd.get()))
+    // socket is in a directory its owner can write), at the rate attach()
+    // logs it.
+    if (auto peer = sys::peer_credentials(r.fd.get());
+        peer && sys::worth_logging(counters_.connections + 1))
       spdlog::info("port {}: connected to {}: peer pid {} uid {} gid {}", options_.name,
                    options_.path, peer->pid, peer->uid, peer->gid);
     attach(std::move(r.fd));
