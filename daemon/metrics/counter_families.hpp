@@ -49,7 +49,11 @@ void add_counter_families(Families& out, std::string_view prefix,
           std::vector<Label> labels = row.labels;
           if (!table[i].info.label.empty())
             labels.emplace_back(table[i].info.label, table[i].info.value);
-          add_sample(f, LabelSpan(labels), row.values[i]);
+          if (table[i].info.scale == 1.0)
+            add_sample(f, LabelSpan(labels), row.values[i]);
+          else
+            add_sample(f, LabelSpan(labels),
+                       static_cast<double>(row.values[i]) * table[i].info.scale);
         }
       out.push_back(std::move(f));
     }

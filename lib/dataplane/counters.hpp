@@ -50,6 +50,9 @@ struct CounterInfo {
   std::string_view help;    // the family's HELP (first entry of a family only)
   std::string_view label = {}, value = {};  // one constant label, e.g. direction="rx"
   std::string_view column = {};             // xdpvhostctl column; "" when not shown
+  // What one count is in the family's unit: 1, or 1e-9 for a count of
+  // nanoseconds shown in a *_seconds_total family.
+  double scale = 1.0;
 };
 
 template <class Set>
@@ -79,6 +82,7 @@ struct PortCounters {
   Counter csum_software;          // partial checksums finished here in software
   Counter csum_offloaded;         // partial checksums handed to the NIC (AF_XDP TX metadata)
   Counter waits;                  // times a frame from it waited for a full destination
+  Counter busy_ns;                // its thread's time polling it, in rounds that took frames
   std::array<Counter, kDropReasons> drops;
   std::array<Counter, net::kOffloadErrorCount> offload_refused;  // by OffloadError
   std::array<Counter, kMacRefusals> mac_refused;                 // by MacRefusal
@@ -90,7 +94,7 @@ struct PortCounters {
   void refused(MacRefusal r) noexcept { mac_refused[static_cast<std::size_t>(r)].add(); }
 };
 
-inline constexpr std::array<CounterField<PortCounters>, 15> kPortCounters{{
+inline constexpr std::array<CounterField<PortCounters>, 16> kPortCounters{{
     {&PortCounters::rx_packets,
      {"rx_packets", "packets_total",
       "Frames per port, seen from the switch: rx taken from the port (a guest's transmit "
@@ -156,6 +160,16 @@ inline constexpr std::array<CounterField<PortCounters>, 15> kPortCounters{{
       "Times a unicast frame from the port waited because its destination was full (an "
       "uplink's TX ring, the mailbox toward another service thread): it stayed on the port's "
       "ring and was taken again in a later round, nothing dropped (lib/dataplane/README.md)."}},
+    {&PortCounters::busy_ns,
+     {"busy_ns",
+      "busy_seconds_total",
+      "Time the port's service thread spent polling it in rounds that took frames from it "
+      "(forwarding them included; a guest port sums its queue groups): what the port costs its "
+      "thread. rate() of it is the share of a core.",
+      {},
+      {},
+      {},
+      1e-9}},
 }};
 
 // A guest's refused offload requests, by reason (net::OffloadError): JSON
@@ -297,6 +311,7 @@ struct BurstHistogram {
 };
 
 struct ThreadCounters {
+  Counter busy_ns;            // the length of its poll rounds that moved frames
   Counter busy_iterations;    // poll rounds that moved frames
   Counter empty_iterations;   // poll rounds that found nothing (busy polling)
   Counter sleeps;             // times the thread blocked in epoll
@@ -307,7 +322,17 @@ struct ThreadCounters {
 };
 
 // Families are xdpvhost_thread_* (label thread).
-inline constexpr std::array<CounterField<ThreadCounters>, 6> kThreadCounters{{
+inline constexpr std::array<CounterField<ThreadCounters>, 7> kThreadCounters{{
+    {&ThreadCounters::busy_ns,
+     {"busy_ns",
+      "busy_seconds_total",
+      "Time a service thread spent in poll rounds that moved frames (its ports' busy time, "
+      "frames from other threads and the end of each round): rate() of it is the share of a "
+      "core it needs; the rest of its time it busy-polls empty rings or sleeps.",
+      {},
+      {},
+      {},
+      1e-9}},
     {&ThreadCounters::busy_iterations,
      {"busy_iterations", "iterations_total",
       "Poll rounds of a service thread: result work (moved frames) or empty (busy polling found "

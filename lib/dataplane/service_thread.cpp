@@ -118,15 +118,22 @@ void ServiceThread::run() {
   state_.store(State::kBusy, std::memory_order_relaxed);
   std::uint64_t idle_since = 0;
   std::uint64_t last_housekeeping = monotonic_ns();
+  std::uint64_t round_start = last_housekeeping;
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     heartbeat_.beat();
-    if (commands_.pending()) counters_.commands.add(commands_.run_pending());
-    const unsigned work = poll_round();
+    if (commands_.pending()) {
+      counters_.commands.add(commands_.run_pending());
+      round_start = monotonic_ns();  // a command's time is not a port's
+    }
+    const unsigned work = poll_round(round_start);
     const std::uint64_t now = monotonic_ns();
+    if (work != 0) counters_.busy_ns.add(now - round_start);
+    round_start = now;
     if (wants_housekeeping_ && now - last_housekeeping >= kHousekeepingNs) {
       last_housekeeping = now;
       for (Port* p : ports_)
         if (p->wants_housekeeping()) p->housekeeping();
+      round_start = monotonic_ns();
     }
     if (work != 0) {
       // Awake for a while and working: the rings are polled, the sockets
@@ -153,14 +160,27 @@ void ServiceThread::run() {
     sleep();
     idle_since = 0;
     awake_since_ = monotonic_ns();
+    round_start = awake_since_;
   }
   // Leave nothing pending for the guests.
   for (Port* p : ports_) p->end_burst();
 }
 
-unsigned ServiceThread::poll_round() {
+unsigned ServiceThread::poll_round(std::uint64_t start_ns) {
+  // What each port costs: the time from the previous port that took frames
+  // (or the round's start) to the end of its own poll, charged when it took
+  // some. Polling an idle port costs a few loads, so the clock is read only
+  // after work; an idle round reads it not at all.
   unsigned work = 0;
-  for (Port* p : ports_) work += p->poll(forwarder_);
+  std::uint64_t mark = start_ns;
+  for (Port* p : ports_) {
+    const unsigned n = p->poll(forwarder_);
+    if (n == 0) continue;
+    work += n;
+    const std::uint64_t now = monotonic_ns();
+    p->counters().busy_ns.add(now - mark);
+    mark = now;
+  }
   work += drain_inboxes();
   for (Port* p : ports_) p->end_burst();
   forwarder_.for_each_pushed([this](std::uint16_t t) { peers_[t]->ring_doorbell(); });

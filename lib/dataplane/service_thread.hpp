@@ -160,7 +160,8 @@ class ServiceThread {
  private:
   void run();
   void declare_stalled();
-  unsigned poll_round();
+  // One round over every port; `start_ns` is when it began (CLOCK_MONOTONIC).
+  unsigned poll_round(std::uint64_t start_ns);
   unsigned drain_inboxes();
   void sleep();
   void rebuild_wait_set();

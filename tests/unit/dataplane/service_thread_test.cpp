@@ -180,6 +180,53 @@ TEST(ServiceThread, AWaitBehindTheThreadsOtherWorkIsNotChargedToTheCaller) {
   EXPECT_LT(sys::thread_delegated_cpu_time() - before, 50ms);
 }
 
+// A port whose polls take frames `rounds` times, each poll costing `each` of
+// the thread's time; then idle (the thread wakes every millisecond for it).
+class BusyForAWhile final : public Port {
+ public:
+  BusyForAWhile(std::uint32_t id, int rounds, std::chrono::microseconds each)
+      : Port(id, "busy", PortKind::kGuest), left_(rounds), each_(each) {}
+  unsigned poll(Forwarder&) override {
+    if (left_.load() == 0) return 0;
+    const auto until = std::chrono::steady_clock::now() + each_;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    left_.fetch_sub(1);
+    return 1;
+  }
+  void deliver(const Frame&) override {}
+  void end_burst() override {}
+  bool prepare_sleep() override { return left_.load() != 0; }
+  void after_wake() override {}
+  void wait_fds(std::vector<WaitFd>&, bool& needs_timer) override { needs_timer = true; }
+  int left() const { return left_.load(); }
+
+ private:
+  std::atomic<int> left_;
+  std::chrono::microseconds each_;
+};
+
+TEST(ServiceThread, EachPortIsChargedWhatPollingItCostsTheThread) {
+  // What a rebalancer and an operator read (busy_seconds_total): a port
+  // that works is charged its polls, one that never takes a frame nothing,
+  // and the thread at least the sum of its ports.
+  Dataplane dp(options(1, 50));
+  BusyForAWhile busy(dp.allocate_port_id(), 200, 200us);
+  BusyForAWhile idle(dp.allocate_port_id(), 0, 0us);
+  dp.attach(idle, 0);
+  dp.attach(busy, 0);
+  ASSERT_TRUE(eventually([&] { return busy.left() == 0; }));
+  std::this_thread::sleep_for(20ms);  // idle rounds after the work
+  dp.detach(busy);
+  dp.detach(idle);
+  const auto charged = std::chrono::nanoseconds(busy.counters().busy_ns.get());
+  EXPECT_GE(charged, 200 * 200us);
+  EXPECT_LT(charged, 200 * 200us + 200ms) << "idle rounds were charged";
+  EXPECT_EQ(idle.counters().busy_ns.get(), 0u);
+  const auto thread = std::chrono::nanoseconds(dp.thread(0).counters().busy_ns.get());
+  EXPECT_GE(thread, charged);
+}
+
 TEST(ServiceThread, AThreadStuckInARoundMissesItsHeartbeatAndTheWatcherSaysSo) {
   // A round that does not end (here a command spinning for 1.5 s; in the
   // field a ring walk gone wrong, or a thread starved of CPU), seen without
