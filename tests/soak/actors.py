@@ -247,7 +247,7 @@ class PortChurn(Actor):
         filling = self.rng.random() < (0.75 if len(self.present) < self.PEAK else 0.0)
         if self.present and (not filling or self.rng.random() < 0.2):
             name = self.rng.choice(sorted(self.present))
-            self.soak.call("port.remove", name=name)
+            self.soak.change("port.remove", name=name)
             self.present.discard(name)
             self.count("removed")
         else:
@@ -256,7 +256,7 @@ class PortChurn(Actor):
             name = f"churn-{i:02d}"
             mode = "client" if self.rng.random() < 0.25 else "server"
             path = self.soak.lab.socket_path(name)
-            self.soak.call("port.add", name=name, socket=path, mac=self.mac(i), mode=mode)
+            self.soak.change("port.add", name=name, socket=path, mac=self.mac(i), mode=mode)
             self.present.add(name)
             self.count(f"added_{mode}")
             if mode == "server" and self.rng.random() < 0.2:
@@ -275,7 +275,7 @@ class PortChurn(Actor):
         # After a restart the state file brought back what was there: ask.
         for p in self.soak.call("port.list"):
             if p["name"].startswith("churn-"):
-                self.soak.call("port.remove", name=p["name"])
+                self.soak.change("port.remove", name=p["name"])
         self.present.clear()
 
 
@@ -288,7 +288,7 @@ class UplinkChurn(Actor):
     binds an AF_XDP socket and maps its UMEM; each removal must give every
     one of them back (the checkpoints count them)."""
     name = "uplinks"
-    NAME_IN_USE, IN_USE = -32001, -32008
+    IN_USE = -32008
 
     def __init__(self, soak, index):
         super().__init__(soak, index)
@@ -296,12 +296,12 @@ class UplinkChurn(Actor):
 
     def step(self, stop):
         self.remove_all()  # what a restart from the state file brought back
-        self.add("uplink.add", name="up1", interface=L.NODE_IF1, queues=[0], bind="copy")
+        self.soak.change("uplink.add", name="up1", interface=L.NODE_IF1, queues=[0], bind="copy")
         self.count("added")
         for i in range(self.rng.randrange(4)):
             name = f"u1-{i}"
-            self.add("port.add", name=name, socket=self.soak.lab.socket_path(name),
-                     mac=f"52:54:00:5c:00:{i:02x}", uplink="up1")
+            self.soak.change("port.add", name=name, socket=self.soak.lab.socket_path(name),
+                             mac=f"52:54:00:5c:00:{i:02x}", uplink="up1")
             self.ports.append(name)
         stop.wait(self.rng.uniform(0.5, 4))
         if self.ports and self.rng.random() < 0.3:
@@ -318,25 +318,14 @@ class UplinkChurn(Actor):
         self.count("removed")
         stop.wait(self.rng.uniform(0.2, 2))
 
-    def add(self, method, **params):
-        """An addition; one the daemon made and saved just before a SIGKILL
-        is already there when the call is retried after the restart."""
-        generation = self.soak.generation
-        try:
-            self.soak.call(method, **params)
-        except RpcError as e:
-            if e.code != self.NAME_IN_USE or generation == self.soak.generation:
-                raise
-            self.count("added_before_a_restart")
-
     def remove_all(self):
         # After a restart the state file brought back what was there: ask.
         for p in self.soak.call("port.list"):
             if p["name"].startswith("u1-"):
-                self.soak.call("port.remove", name=p["name"])
+                self.soak.change("port.remove", name=p["name"])
         self.ports.clear()
         if any(u["name"] == "up1" for u in self.soak.call("uplink.list")):
-            self.soak.call("uplink.remove", name="up1")
+            self.soak.change("uplink.remove", name="up1")
 
     def settle(self):
         self.remove_all()

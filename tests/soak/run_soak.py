@@ -129,6 +129,25 @@ class Soak:
                     raise
                 time.sleep(0.2)
 
+    # A change the daemon made and saved just before a SIGKILL is made already
+    # when the call is retried after the restart: its "name in use" or "no
+    # such" error then says it was done.
+    ALREADY_DONE = {"port.add": -32001, "uplink.add": -32001,
+                    "port.remove": -32002, "uplink.remove": -32002}
+
+    def change(self, method, **params):
+        """A control call that adds or removes something, retried across a restart."""
+        generation = self.generation
+        try:
+            return self.call(method, **params)
+        except control.RpcError as e:
+            if e.code != self.ALREADY_DONE.get(method) or (
+                    generation == self.generation and not self.restarting.is_set()):
+                raise
+            self.event("soak", f"{method} {params.get('name')}: done before the restart "
+                       f"({e.code})")
+            return None
+
     def dump_stacks(self):
         """Every thread's stack of a daemon that stopped answering, for the report."""
         path = os.path.join(self.workdir, f"stacks-{self.daemon.pid}.txt")
