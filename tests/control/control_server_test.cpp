@@ -35,19 +35,31 @@ sys::UniqueFd connect_to(const std::string& path) {
   return fd;
 }
 
+// A socket directory of its own, and the options of a server in it.
+class ControlServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/xvctl-server-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    options_.path = dir_ + "/control.sock";
+    options_.mode = 0600;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string dir_;
+  ControlServer::Options options_;
+  boost::asio::io_context io_;
+};
+
 // Two clients wait in the backlog. The accept handler of the first starts
 // the next accept, which Asio tries at once and finds the second client: its
 // successful completion is queued. The server goes before that completion
 // runs (as a reload would), and the completion must then touch nothing of it
 // (under ASan a handler that used `this` is a heap-use-after-free).
-TEST(ControlServer, AnAcceptCompletedAsTheServerGoesIsDropped) {
-  char tmpl[] = "/tmp/xvctl-server-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  boost::asio::io_context io;
-  ControlServer::Options options;
-  options.path = dir + "/control.sock";
-  options.mode = 0600;
+TEST_F(ControlServerTest, AnAcceptCompletedAsTheServerGoesIsDropped) {
+  boost::asio::io_context& io = io_;
+  const ControlServer::Options& options = options_;
   auto server = std::make_unique<ControlServer>(
       io, options, [](std::string_view) { return std::string("{}"); },
       [] { return std::string("{}"); });
@@ -63,21 +75,15 @@ TEST(ControlServer, AnAcceptCompletedAsTheServerGoesIsDropped) {
   server.reset();
   io.restart();
   io.poll();  // the second's completion runs after its server went
-  std::filesystem::remove_all(dir);
 }
 
 // Every client that goes quiet is closed after idle_timeout, its timer and
 // session with it: for months, the liveness probe's and every operator's
 // forgotten connections. 2400 clients in batches of 16 (one of each batch
 // asks something first) leave no fd, mapping or thread behind.
-TEST(ControlServer, ThousandsOfClientsClosedForIdlingLeaveNothing) {
-  char tmpl[] = "/tmp/xvctl-idle-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  boost::asio::io_context io;
-  ControlServer::Options options;
-  options.path = dir + "/control.sock";
-  options.mode = 0600;
+TEST_F(ControlServerTest, ThousandsOfClientsClosedForIdlingLeaveNothing) {
+  boost::asio::io_context& io = io_;
+  ControlServer::Options& options = options_;
   options.idle_timeout = std::chrono::milliseconds(2);
   ControlServer server(
       io, options, [](std::string_view) { return std::string(R"({"result":1})"); },
@@ -114,7 +120,6 @@ TEST(ControlServer, ThousandsOfClientsClosedForIdlingLeaveNothing) {
   EXPECT_EQ(after.fds, before.fds);
   EXPECT_EQ(after.mapped.count, before.mapped.count);
   EXPECT_EQ(after.threads, before.threads);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -272,10 +272,7 @@ class PortChurn(Actor):
         stop.wait(self.rng.uniform(0.01, 0.08))
 
     def settle(self):
-        # After a restart the state file brought back what was there: ask.
-        for p in self.soak.call("port.list"):
-            if p["name"].startswith("churn-"):
-                self.soak.change("port.remove", name=p["name"])
+        self.soak.remove_ports("churn-")
         self.present.clear()
 
 
@@ -319,10 +316,7 @@ class UplinkChurn(Actor):
         stop.wait(self.rng.uniform(0.2, 2))
 
     def remove_all(self):
-        # After a restart the state file brought back what was there: ask.
-        for p in self.soak.call("port.list"):
-            if p["name"].startswith("u1-"):
-                self.soak.change("port.remove", name=p["name"])
+        self.soak.remove_ports("u1-")
         self.ports.clear()
         if any(u["name"] == "up1" for u in self.soak.call("uplink.list")):
             self.soak.change("uplink.remove", name="up1")

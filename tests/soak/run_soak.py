@@ -148,6 +148,13 @@ class Soak:
                        f"({e.code})")
             return None
 
+    def remove_ports(self, prefix):
+        """Removes every port named prefix*: asked of the daemon, since after
+        a restart the state file brought back what was there."""
+        for p in self.call("port.list"):
+            if p["name"].startswith(prefix):
+                self.change("port.remove", name=p["name"])
+
     def dump_stacks(self):
         """Every thread's stack of a daemon that stopped answering, for the report."""
         path = os.path.join(self.workdir, f"stacks-{self.daemon.pid}.txt")

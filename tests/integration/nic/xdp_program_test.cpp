@@ -47,6 +47,18 @@ std::map<std::string, int> fds_by_kind() {
   return kinds;
 }
 
+// Whether the program of this id is freed within 2 s: once nothing holds it,
+// the kernel frees it after an RCU grace period.
+bool freed_soon(std::uint32_t id) {
+  for (int wait = 0; wait < 200; ++wait) {
+    const int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) return true;
+    ::close(fd);
+    ::usleep(10'000);
+  }
+  return false;
+}
+
 class XdpProgramTest : public NetnsPair {
  protected:
   std::vector<AttachedXdpProgram> attached() {
@@ -254,16 +266,7 @@ TEST_F(XdpProgramTest, AttachingAndDetachingHundredsOfTimesHoldsNothing) {
     }
     prog.reset();
     ASSERT_TRUE(attached().empty()) << i;
-    bool freed = false;
-    for (int wait = 0; wait < 200 && !freed; ++wait) {
-      const int fd = bpf_prog_get_fd_by_id(id);
-      freed = fd < 0;
-      if (fd >= 0) {
-        ::close(fd);
-        ::usleep(10'000);
-      }
-    }
-    ASSERT_TRUE(freed) << i << ": detached program " << id << " is still loaded";
+    ASSERT_TRUE(freed_soon(id)) << i << ": detached program " << id << " is still loaded";
   }
   EXPECT_EQ(fds_by_kind(), before);
 }
@@ -276,17 +279,7 @@ TEST_F(XdpProgramTest, RemovingStaleProgramsHoldsNothingOfThem) {
     std::string report;
     ASSERT_EQ(XdpProgram::remove_stale(kIfA, &report), 1) << i << ": " << report;
     ASSERT_TRUE(attached().empty()) << i;
-    // Freed once nothing holds it (the kernel frees it after an RCU grace period).
-    bool freed = false;
-    for (int wait = 0; wait < 200 && !freed; ++wait) {
-      const int fd = bpf_prog_get_fd_by_id(stale_id);
-      freed = fd < 0;
-      if (fd >= 0) {
-        ::close(fd);
-        ::usleep(10'000);
-      }
-    }
-    ASSERT_TRUE(freed) << i << ": stale program " << stale_id << " is still loaded";
+    ASSERT_TRUE(freed_soon(stale_id)) << i << ": stale program " << stale_id << " is still loaded";
   }
   EXPECT_EQ(fds_by_kind(), before);
 }
