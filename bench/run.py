@@ -71,12 +71,19 @@ def main():
     ap.add_argument("--minutes", type=float, default=60,
                     help="with --scenarios soak: how long the soak runs (default 60)")
     ap.add_argument("--seed", type=int, help="with --scenarios soak: replay the soak of this seed")
+    ap.add_argument("--cycles", type=int, default=200,
+                    help="with --scenarios node_scale: port.add calls timed at each port count")
     ap.add_argument("--summary-only", metavar="JSONL",
                     help="only rebuild summary.md and the plots from an existing results.jsonl")
     args = ap.parse_args()
 
     if args.scenarios == "soak":
         return soak(args)
+    if args.scenarios == "node_scale":
+        from xvbench import node_scale
+        args.xdpvhostd = args.xdpvhostd or os.environ.get("XDPVHOSTD") or first_existing(
+            os.path.join(ROOT, "build", "daemon", "xdpvhostd"))
+        return node_scale.run(args)
     prof = profile.SMOKE if args.smoke else profile.FULL
     if args.reps:
         prof.reps = args.reps

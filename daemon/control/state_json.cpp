@@ -71,7 +71,12 @@ json port_detail(const PortConfig& config, const Tunables& effective,
   j["frontend"] = json{{"connections", session.connections},
                        {"messages", session.messages},
                        {"failed_messages", session.failed_messages},
-                       {"throttled", session.throttled}};
+                       {"throttled", session.throttled},
+                       {"failed_sessions", session.failed_sessions}};
+  if (!c.endpoint().last_disconnect().empty())
+    j["frontend"]["last_disconnect"] = c.endpoint().last_disconnect();
+  if (config.mode == vhost::SocketMode::kClient)
+    j["frontend"]["reconnect_delay_ms"] = c.endpoint().reconnect_delay().count();
   if (const auto& refusal = c.last_mac_refusal())
     j["mac_refusal"] = json{{"mac", refusal->mac.to_string()},
                             {"reason", dataplane::to_string(refusal->reason)},

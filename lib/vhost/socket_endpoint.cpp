@@ -18,6 +18,16 @@
 
 namespace xdpvhost::vhost {
 
+namespace {
+
+bool any_ring_running(const Device& device) noexcept {
+  for (std::uint32_t i = 0; i < device.vring_count(); ++i)
+    if (device.vrings()[i].running) return true;
+  return false;
+}
+
+}  // namespace
+
 SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Device& device,
                                StateCallback on_state)
     : io_(io),
@@ -27,7 +37,8 @@ SocketEndpoint::SocketEndpoint(boost::asio::io_context& io, Options options, Dev
       listener_(io),
       reconnect_timer_(io),
       throttle_timer_(io),
-      budget_(options_.budget, sys::CpuBudget::Clock::now()) {}
+      budget_(options_.budget, sys::CpuBudget::Clock::now()),
+      reconnect_delay_(options_.reconnect_interval) {}
 
 SocketEndpoint::~SocketEndpoint() {
   stop();
@@ -138,7 +149,7 @@ void SocketEndpoint::try_connect() {
 void SocketEndpoint::schedule_reconnect() {
   if (stopping_ || options_.mode != Mode::kClient) return;
   std::weak_ptr<int> alive = alive_;
-  reconnect_timer_.expires_after(options_.reconnect_interval);
+  reconnect_timer_.expires_after(reconnect_delay_);
   reconnect_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired()) return;
     try_connect();
@@ -205,6 +216,8 @@ void SocketEndpoint::on_readable() {
     // forgets it, yet the frontend that asked waits for its ack).
     const bool ack = device_.reply_ack_negotiated();
     Outcome outcome = device_.handle(message);
+    last_request_ = message.header.request;
+    if (!session_ran_) session_ran_ = any_ring_running(device_);
     if (!outcome.ok) {
       ++counters_.failed_messages;
       log_failure(outcome.error);
@@ -239,9 +252,31 @@ void SocketEndpoint::throttle(std::chrono::nanoseconds wait) {
 void SocketEndpoint::close_connection(const std::string& why) {
   if (!connection_) return;
   ++counters_.disconnections;
+  last_disconnect_ = why.substr(0, 400);  // port.get shows it (at most 512 characters)
+  const bool failed = !session_ran_;
+  if (failed) {
+    ++counters_.failed_sessions;
+    // What QEMU does when it wants more queue pairs than the port offers:
+    // it reads GET_QUEUE_NUM and hangs up.
+    if (last_request_ == static_cast<std::uint32_t>(Request::kGetQueueNum))
+      last_disconnect_ +=
+          fmt::format(" right after GET_QUEUE_NUM: it may want more than the port's {} queue pairs",
+                      device_.vring_count() / 2);
+  }
+  // Client mode: a frontend that refuses the device is asked again less and
+  // less often; one whose rings ran is reconnected at once.
+  std::chrono::milliseconds wait{0};
+  if (options_.mode == Mode::kClient && !stopping_) {
+    if (!failed) reconnect_delay_ = options_.reconnect_interval;
+    wait = reconnect_delay_;
+  }
   if (sys::worth_logging(counters_.disconnections))
-    spdlog::info("port {}: frontend disconnected ({}) (#{})", options_.name, why,
+    spdlog::info("port {}: frontend disconnected ({}){} (#{})", options_.name, last_disconnect_,
+                 wait.count() != 0 ? fmt::format("; connecting again in {} ms", wait.count())
+                                   : std::string(),
                  counters_.disconnections);
+  session_ran_ = false;
+  last_request_ = 0;
   if (connection_wait_) {
     connection_wait_->cancel();
     connection_wait_->release();
@@ -251,7 +286,10 @@ void SocketEndpoint::close_connection(const std::string& why) {
   device_.disconnect();
   if (stopping_) return;
   set_state(State::kWaiting);
-  if (options_.mode == Mode::kClient) schedule_reconnect();
+  if (options_.mode == Mode::kClient) {
+    schedule_reconnect();
+    if (failed) reconnect_delay_ = std::min(2 * reconnect_delay_, options_.reconnect_max);
+  }
 }
 
 void SocketEndpoint::log_failure(const std::string& what) {

@@ -42,7 +42,12 @@ class SocketEndpoint {
     std::string name;  // for logs
     std::string path;
     Mode mode = Mode::kServer;
+    // Client mode: the first wait before connecting again. After a session
+    // that ended before any ring ran (a frontend that refuses the device,
+    // e.g. QEMU wanting more queue pairs than offered), each wait doubles
+    // up to reconnect_max; a session that ran a ring starts over.
     std::chrono::milliseconds reconnect_interval{250};
+    std::chrono::milliseconds reconnect_max{8000};
     unsigned socket_mode = 0660;  // permissions of a listening socket
     // How long the listener rests after accept() failed (out of fds).
     std::chrono::milliseconds accept_backoff{100};
@@ -55,8 +60,9 @@ class SocketEndpoint {
     std::uint64_t messages = 0;
     std::uint64_t failed_messages = 0;
     std::uint64_t rejected_connections = 0;
-    std::uint64_t refused_paths = 0;  // client mode: path refused (symlink, not a socket)
-    std::uint64_t throttled = 0;      // turns put off: the frontend was over its budget
+    std::uint64_t refused_paths = 0;    // client mode: path refused (symlink, not a socket)
+    std::uint64_t throttled = 0;        // turns put off: the frontend was over its budget
+    std::uint64_t failed_sessions = 0;  // sessions that ended before any ring ran
   };
 
   using StateCallback = std::function<void(State)>;
@@ -84,6 +90,10 @@ class SocketEndpoint {
 
   State state() const noexcept { return state_; }
   const Counters& counters() const noexcept { return counters_; }
+  // Why the last session ended ("" before the first), and the wait before
+  // the next connection attempt (client mode).
+  const std::string& last_disconnect() const noexcept { return last_disconnect_; }
+  std::chrono::milliseconds reconnect_delay() const noexcept { return reconnect_delay_; }
   const Options& options() const noexcept { return options_; }
   // The frontend's share of the control thread; work done elsewhere on the
   // port's behalf (a MAC learning decision) is charged to it too.
@@ -116,6 +126,10 @@ class SocketEndpoint {
   boost::asio::steady_timer throttle_timer_;
   sys::CpuBudget budget_;
   std::string last_connect_error_;  // client mode: logged once per distinct error
+  std::string last_disconnect_;
+  std::chrono::milliseconds reconnect_delay_;
+  bool session_ran_ = false;        // a ring of this session ran
+  std::uint32_t last_request_ = 0;  // of this session, 0 before the first
   std::uint64_t connections_ = 0;   // connections accepted so far: which one a continuation is for
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // handlers hold a weak_ptr
   bool stopping_ = false;

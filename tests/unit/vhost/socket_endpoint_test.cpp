@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -42,6 +43,18 @@ struct IdleBackend : DeviceBackend {
 struct StalledBackend : IdleBackend {
   std::optional<std::uint16_t> stop_queue(std::uint32_t, RingStop) override { return std::nullopt; }
 };
+
+// A non-blocking listening unix socket at `path` (a frontend in server mode).
+sys::UniqueFd listen_at(const std::string& path) {
+  sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  path.copy(addr.sun_path, sizeof addr.sun_path - 1);
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd.get(), 16) != 0)
+    return {};
+  return fd;
+}
 
 sys::UniqueFd connect_to(const std::string& path) {
   sys::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -178,6 +191,7 @@ TEST_F(SocketEndpointTest, AClientPortReconnectingThousandsOfTimesHoldsNothingMo
   o.path = dir_ + "/frontend.sock";
   o.mode = SocketEndpoint::Mode::kClient;
   o.reconnect_interval = 1ms;
+  o.reconnect_max = 1ms;  // hang-ups are asked again at once, not less and less often
   // Not throttled: each attempt costs the control thread a little, and the
   // test is about what the attempts leave behind.
   o.budget = {std::chrono::hours(1), 1.0};
@@ -204,12 +218,8 @@ TEST_F(SocketEndpointTest, AClientPortReconnectingThousandsOfTimesHoldsNothingMo
   EXPECT_EQ(absent.mapped.count, before.mapped.count);
 
   // A frontend that accepts and hangs up, 2000 times.
-  sys::UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  o.path.copy(addr.sun_path, sizeof addr.sun_path - 1);
-  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener.get(), 16), 0);
+  sys::UniqueFd listener = listen_at(o.path);
+  ASSERT_TRUE(listener.valid());
   const bool cycled = run_until(
       [&] {
         while (true) {
@@ -233,6 +243,92 @@ TEST_F(SocketEndpointTest, AClientPortReconnectingThousandsOfTimesHoldsNothingMo
   std::size_t lines = 0;
   for (const char c : log.str()) lines += c == '\n';
   EXPECT_LT(lines, 60u) << log.str().substr(0, 2000);
+}
+
+// A client-mode port whose frontend takes the connection and hangs up
+// before any ring runs -- QEMU wanting more queue pairs than the port offers
+// reads GET_QUEUE_NUM and does so -- is asked again less and less often, up
+// to reconnect_max, and says why it was refused; a session whose ring ran
+// starts the waits over. Before, it reconnected every 250 ms for ever.
+TEST_F(SocketEndpointTest, AFrontendThatRefusesTheDeviceIsAskedLessAndLessOften) {
+  IdleBackend backend;
+  Device device{DeviceOptions{1, true}, backend};
+  SocketEndpoint::Options o;
+  o.name = "qemu";
+  o.path = dir_ + "/qemu.sock";
+  o.mode = SocketEndpoint::Mode::kClient;
+  o.reconnect_interval = 10ms;
+  o.reconnect_max = 160ms;
+  o.budget = {std::chrono::hours(1), 1.0};
+  sys::UniqueFd listener = listen_at(o.path);
+  ASSERT_TRUE(listener.valid());
+  SocketEndpoint e(io_, o, device);
+  std::string error;
+  ASSERT_TRUE(e.start(error)) << error;
+  auto accept_one = [&] {
+    sys::UniqueFd c;
+    (void)run_until(
+        [&] {
+          c = sys::UniqueFd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+          return c.valid();
+        },
+        5s);
+    return c;
+  };
+
+  // Taken and hung up on, for 1.5 s: 10, 20, 40, 80, then 160 ms apart
+  // (at a steady 10 ms it would be about 150 connections).
+  (void)run_until(
+      [&] {
+        while (sys::UniqueFd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)).valid()) {
+        }
+        return false;
+      },
+      1500ms);
+  EXPECT_GE(e.counters().connections, 5u);
+  EXPECT_LE(e.counters().connections, 20u);
+  ASSERT_TRUE(run_until([&] { return e.state() == SocketEndpoint::State::kWaiting; }, 5s));
+  EXPECT_EQ(e.counters().failed_sessions, e.counters().disconnections);
+  EXPECT_EQ(e.reconnect_delay(), 160ms);
+
+  {  // As QEMU with more queue pairs than offered: GET_QUEUE_NUM, the reply, gone.
+    testing::VhostUserChannel qemu(accept_one());
+    ASSERT_TRUE(qemu.connected());
+    ASSERT_TRUE(
+        qemu.send_raw(static_cast<std::uint32_t>(testing::vhost_user::Request::kGetQueueNum),
+                      testing::vhost_user::kVersion, {}));
+    ASSERT_TRUE(run_until(
+        [&] {
+          pollfd p{qemu.fd(), POLLIN, 0};
+          return ::poll(&p, 1, 0) == 1;
+        },
+        5s));
+  }
+  ASSERT_TRUE(run_until([&] { return e.state() == SocketEndpoint::State::kWaiting; }, 5s));
+  EXPECT_NE(e.last_disconnect().find(
+                "right after GET_QUEUE_NUM: it may want more than the port's 1 queue pairs"),
+            std::string::npos)
+      << e.last_disconnect();
+
+  {  // A session whose ring runs.
+    testing::VhostUserChannel frontend(accept_one());
+    ASSERT_TRUE(frontend.connected());
+    ASSERT_TRUE(frontend.set_features(std::uint64_t{1} << 32));
+    sys::UniqueFd memory(::memfd_create("guest", MFD_CLOEXEC));
+    ASSERT_EQ(::ftruncate(memory.get(), 1 << 20), 0);
+    const testing::vhost_user::MemoryRegion region{0, 1 << 20, 0x7f0000000000, 0};
+    const int fds[] = {memory.get()};
+    ASSERT_TRUE(frontend.set_mem_table({&region, 1}, fds));
+    ASSERT_TRUE(frontend.set_vring_num(1, 256));
+    ASSERT_TRUE(frontend.set_vring_base(1, 0));
+    ASSERT_TRUE(frontend.set_vring_addr({1, 0, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0}));
+    sys::UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    ASSERT_TRUE(frontend.set_vring_kick(1, kick.get()));
+    ASSERT_TRUE(run_until([&] { return device.vrings()[1].running; }, 5s));
+  }
+  ASSERT_TRUE(run_until([&] { return e.state() == SocketEndpoint::State::kWaiting; }, 5s));
+  EXPECT_EQ(e.reconnect_delay(), 10ms) << "a session that ran starts the waits over";
+  EXPECT_EQ(e.last_disconnect(), "frontend closed the connection");
 }
 
 }  // namespace
