@@ -5,7 +5,10 @@ socket the xdpvhost.io DRA driver prepared for the VM's claim."""
 
 DRIVER_NAME = "xdpvhost.io"
 DEFAULT_BINDING_NAME = "vhostuser"
-DEFAULT_HOOK_SOCKET = "/var/run/kubevirt-hooks/vhostuser.sock"
+# A name of its own: the upstream vhostuser sidecar's is vhostuser.sock.
+# virt-launcher connects to every socket in a sidecar's hook directory
+# (hook-sidecar-<i>/ in the compute container), whatever its name.
+DEFAULT_HOOK_SOCKET = "/var/run/kubevirt-hooks/xdpvhost.sock"
 # Where the container runtime mounts KEP-5304 device metadata
 # (kubevirt/INTERFACES.md, Paths and names).
 DEFAULT_METADATA_ROOT = "/var/run/kubernetes.io/dra-device-attributes"

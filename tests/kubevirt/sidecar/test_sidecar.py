@@ -81,7 +81,7 @@ def interfaces(domain):
 
 class Sidecar:
     def __init__(self, root, *args):
-        self.socket = os.path.join(root, "hooks", "vhostuser.sock")
+        self.socket = os.path.join(root, "hooks", "xdpvhost.sock")
         self.log_path = os.path.join(root, "sidecar.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
