@@ -25,6 +25,7 @@ class Settings:
     metadata_root: str
     socket_root: str
     default_mtu: int
+    default_queues: int = 1
     driver: str = DRIVER_NAME
 
 
@@ -44,6 +45,10 @@ def parse_args(argv):
     p.add_argument("--default-mtu", type=int, default=DEFAULT_MTU,
                    help="MTU used when the metadata is not mounted here (the DRA plugin's "
                         "default, %(default)s)")
+    p.add_argument("--default-queues", type=int, default=1,
+                   help="queue pairs a port offers when the metadata is not mounted here (a "
+                        "claim's default, %(default)s): a multiqueue VM's NIC is capped at it, "
+                        "as QEMU refuses a netdev that asks for more than the port offers")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p.parse_args(argv)
 
@@ -54,8 +59,11 @@ def main(argv=None):
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from .hook_server import make_server  # after logging: imports the stubs
 
+    if not 1 <= args.default_queues <= 128:
+        log.error("--default-queues must be from 1 to 128")
+        return 2
     settings = Settings(args.binding_name, args.metadata_root, args.socket_root,
-                        args.default_mtu)
+                        args.default_mtu, args.default_queues)
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, lambda signum, frame: stopping.set())
@@ -70,9 +78,9 @@ def main(argv=None):
         return 1
     server.start()
     log.info("serving KubeVirt hooks v1alpha3 on %s: binding %s, driver %s, metadata root %s, "
-             "socket root %s, default mtu %d", args.socket, settings.binding_name,
-             settings.driver, settings.metadata_root, settings.socket_root,
-             settings.default_mtu)
+             "socket root %s, default mtu %d, default queues %d", args.socket,
+             settings.binding_name, settings.driver, settings.metadata_root, settings.socket_root,
+             settings.default_mtu, settings.default_queues)
     stopping.wait()
     server.stop(grace=2).wait()
     try:

@@ -50,12 +50,15 @@ class CallbacksService(v1alpha3_grpc.CallbacksServicer):
         for iface in interfaces:
             endpoint = resolve(iface.claim, self.settings.metadata_root,
                                self.settings.socket_root, self.settings.default_mtu,
-                               self.settings.driver)
+                               self.settings.driver, self.settings.default_queues)
             if endpoint.queues is not None and endpoint.queues < iface.queues:
                 # QEMU refuses a netdev that asks for more pairs than the backend has.
                 log.warning("%s: interface %s: the VM's multiqueue NIC would have %d queue "
-                            "pairs (one per vCPU), its port offers %d: it gets %d", vm,
-                            iface.name, iface.queues, endpoint.queues, endpoint.queues)
+                            "pairs (one per vCPU), its port offers %d%s: it gets %d", vm,
+                            iface.name, iface.queues, endpoint.queues,
+                            "" if endpoint.from_metadata else
+                            " as far as the sidecar knows (no device metadata: --default-queues)",
+                            endpoint.queues)
                 iface = dataclasses.replace(iface, queues=endpoint.queues)
             if endpoint.mac is not None:
                 # The port lets the guest send from this MAC only: the NIC must have it.

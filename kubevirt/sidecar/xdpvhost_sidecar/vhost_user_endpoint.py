@@ -44,7 +44,8 @@ def convention_path(socket_root, claim):
     return os.path.join(socket_root, pod_claim_name, claim.request, SOCKET_FILE_NAME)
 
 
-def resolve(claim, metadata_root, socket_root, default_mtu=DEFAULT_MTU, driver=DRIVER_NAME):
+def resolve(claim, metadata_root, socket_root, default_mtu=DEFAULT_MTU, driver=DRIVER_NAME,
+            default_queues=1):
     meta = metadata_path(metadata_root, claim, driver)
     try:
         metadata = read_device_metadata(meta)
@@ -57,11 +58,15 @@ def resolve(claim, metadata_root, socket_root, default_mtu=DEFAULT_MTU, driver=D
         endpoint = VhostUserEndpoint(path, mtu, f"device metadata {meta}", True, queues, mac)
     else:
         path = convention_path(socket_root, claim)
+        # The port's queue pairs are not known: the claim's default, which a
+        # VM asking for one pair per vCPU would otherwise exceed (QEMU then
+        # waits for pairs the port never offers, and the VM never starts).
         endpoint = VhostUserEndpoint(
             path, default_mtu,
             f"the DRA plugin's convention <socket root {socket_root}>/<podClaimName>/"
-            f"<request>/{SOCKET_FILE_NAME} and its default MTU {default_mtu}, because the "
-            f"device metadata {meta} is not mounted in this container", False)
+            f"<request>/{SOCKET_FILE_NAME}, its default MTU {default_mtu} and default queues "
+            f"{default_queues}, because the device metadata {meta} is not mounted in this "
+            "container", False, default_queues)
     if len(path.encode()) > SUN_PATH_MAX:
         raise BindingError(f"vhost-user socket path {path} ({endpoint.origin}) is "
                            f"{len(path.encode())} bytes, longer than a unix socket path "

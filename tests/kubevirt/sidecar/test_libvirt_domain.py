@@ -153,8 +153,10 @@ class LibvirtDomain(unittest.TestCase):
         socket_root = os.path.join(self.tmp, "pod")
         sock = os.path.join(socket_root, "vhost", "vhost-port", "vhost.sock")
         os.makedirs(os.path.dirname(sock))
+        # No device metadata here: the sidecar knows the claims' queues only
+        # from --default-queues (2, as the daemon's port below offers).
         sidecar = test_sidecar.Sidecar(self.tmp, "--metadata-root", os.path.join(self.tmp, "none"),
-                                       "--socket-root", socket_root)
+                                       "--socket-root", socket_root, "--default-queues", "2")
         self.addCleanup(sidecar.stop)
         name = f"xvlv-{os.getpid()}"
         xml = runnable_here(sidecar.define(vmi=VMI), name)

@@ -34,7 +34,7 @@ EXPECTED_INTERFACE = """
   <mac address="02:00:00:00:00:01"></mac>
   <source type="unix" mode="server" path="{path}"></source>
   <model type="virtio"></model>
-  <driver queues="2" rx_queue_size="1024" tx_queue_size="1024"></driver>
+  <driver queues="{queues}" rx_queue_size="1024" tx_queue_size="1024"></driver>
   <mtu size="{mtu}"></mtu>
   <acpi index="2"></acpi>
   <alias name="ua-fast0"></alias>
@@ -142,12 +142,14 @@ class SidecarTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, f"virt-xml-validate:\n{r.stdout}{r.stderr}\n"
                                           f"{xml.decode()}")
 
-    def assert_vhostuser(self, xml, path, mtu):
+    def assert_vhostuser(self, xml, path, mtu, queues=2):
+        """queues: the VM's two (one per vCPU), or 1 where the port's are not
+        known (no device metadata: the claim's default caps them)."""
         domain = ET.fromstring(xml)
         fast0 = [i for i in interfaces(domain) if i.find("alias").get("name") == "ua-fast0"]
         self.assertEqual(len(fast0), 1, xml.decode())
         self.assertEqual(canonical(fast0[0]),
-                         canonical(ET.fromstring(EXPECTED_INTERFACE.format(path=path, mtu=mtu))))
+                         canonical(ET.fromstring(EXPECTED_INTERFACE.format(path=path, mtu=mtu, queues=queues))))
         access = domain.findall("./memoryBacking/access")
         self.assertEqual([a.get("mode") for a in access], ["shared"])
         return domain
@@ -183,7 +185,7 @@ class SidecarTest(unittest.TestCase):
     def test_without_metadata(self):
         s = self.start()
         xml = s.define()
-        self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500)
+        self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500, 1)
         self.assert_valid_domain(xml)
         out = s.output()
         self.assertIn("WARNING", out)
@@ -194,14 +196,14 @@ class SidecarTest(unittest.TestCase):
 
     def test_socket_root_and_default_mtu_options(self):
         s = self.start("--socket-root", "/run/xv", "--default-mtu", "1400")
-        self.assert_vhostuser(s.define(), "/run/xv/vhost/vhost-port/vhost.sock", 1400)
+        self.assert_vhostuser(s.define(), "/run/xv/vhost/vhost-port/vhost.sock", 1400, 1)
 
     def test_named_claim(self):
         vmi = copy.deepcopy(VMI)
         vmi["spec"]["resourceClaims"] = [{"name": "vhost", "resourceClaimName": "shared-port"}]
         s = self.start()
         self.assert_vhostuser(s.define(vmi=vmi),
-                              "/var/run/xdpvhost/shared-port/vhost-port/vhost.sock", 1500)
+                              "/var/run/xdpvhost/shared-port/vhost-port/vhost.sock", 1500, 1)
         self.write_metadata("resourceclaims/shared-port/vhost-port/xdpvhost.io-metadata.json")
         self.assert_vhostuser(s.define(vmi=vmi),
                               "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 9000)
@@ -211,7 +213,7 @@ class SidecarTest(unittest.TestCase):
         s = self.start()
         xml = s.define(domain=domain)
         self.assertEqual(len(interfaces(ET.fromstring(xml))), 1)
-        self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500)
+        self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500, 1)
         self.assert_valid_domain(xml)
 
     def test_existing_memory_backing_is_kept(self):
@@ -219,7 +221,8 @@ class SidecarTest(unittest.TestCase):
                                 b'<access mode="private"></access></memoryBacking><os>')
         s = self.start()
         xml = s.define(domain=domain)
-        out = self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500)
+        out = self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500,
+                                    1)
         self.assertIsNotNone(out.find("./memoryBacking/hugepages"))
         self.assert_valid_domain(xml)
 
@@ -251,6 +254,22 @@ class SidecarTest(unittest.TestCase):
                       s.output())
         self.write_metadata(text=metadata_stream(queues=4))
         self.assert_vhostuser(s.define(), "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 9000)
+
+    def test_without_metadata_the_claims_default_queues_cap_the_vms_multiqueue_nic(self):
+        """Without the device metadata (KubeVirt builds that do not mount it)
+        the port's queue pairs are not known: the VM's two vCPUs would ask for
+        two pairs of a port that offers the claim's default of one, and QEMU
+        would wait for the second forever. The fallback caps the NIC at
+        --default-queues (1 unless the cluster's claims say more)."""
+        s = self.start()
+        iface = [i for i in interfaces(ET.fromstring(s.define())) if i.get("type") == "vhostuser"][0]
+        self.assertEqual(iface.find("driver").get("queues"), "1")
+        self.assertIn("its port offers 1 as far as the sidecar knows (no device metadata: "
+                      "--default-queues)", s.output())
+        s.stop()
+        s = self.start("--default-queues", "4")
+        iface = [i for i in interfaces(ET.fromstring(s.define())) if i.get("type") == "vhostuser"][0]
+        self.assertEqual(iface.find("driver").get("queues"), "2")
 
     def test_the_ports_mac_is_the_nics(self):
         """The port lets the guest send from its MAC only (the device
