@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   port_add->add_option("--mode", add.mode, "server (default: the daemon listens) or client")
       ->check(CLI::IsMember({"server", "client"}));
   port_add->add_option("--uplink", add.uplink, "uplink for unknown unicast and floods");
-  port_add->add_option("--queues", add.queues, "queue pairs offered (1-8)");
+  port_add->add_option("--queues", add.queues, "queue pairs offered (1-128)");
   port_add->add_option("--mtu", add.mtu, "MTU offered to the guest");
   port_add->add_option("--thread", add.thread, "service thread index");
   port_add->callback(run([&](Commands c) { return c.port_add(add); }));

@@ -5,9 +5,9 @@ socket the xdpvhost.io DRA driver prepared for the VM's claim."""
 
 DRIVER_NAME = "xdpvhost.io"
 DEFAULT_BINDING_NAME = "vhostuser"
-# A name of its own: the upstream vhostuser sidecar's is vhostuser.sock.
-# virt-launcher connects to every socket in a sidecar's hook directory
-# (hook-sidecar-<i>/ in the compute container), whatever its name.
+# A name of its own: the upstream vhostuser sidecar's is vhostuser.sock, and
+# virt-launcher counts the sidecars' sockets by file name, so two sidecars of
+# one VM must not share one (kubevirt/INTERFACES.md).
 DEFAULT_HOOK_SOCKET = "/var/run/kubevirt-hooks/xdpvhost.sock"
 # Where the container runtime mounts KEP-5304 device metadata
 # (kubevirt/INTERFACES.md, Paths and names).
