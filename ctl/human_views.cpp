@@ -99,13 +99,28 @@ std::string cell(const json& object, const char* key) {
   return text(object[key]);
 }
 
+namespace {
+
+// Whom a port serves, as the orchestrator named it: "namespace/vm", or "-".
+std::string owner_cell(const json& port) {
+  if (!port.is_object() || !port.contains("owner") || !port["owner"].is_object()) return "-";
+  const json& o = port["owner"];
+  const std::string ns = o.value("namespace", std::string());
+  const std::string vm = o.value("vm", std::string());
+  if (ns.empty() && vm.empty()) return "-";
+  return ns.empty() ? vm : ns + "/" + vm;
+}
+
+}  // namespace
+
 void print_port_list(const json& ports, std::ostream& out) {
-  TextTable t({"NAME", "STATE", "MAC", "MODE", "QUEUES", "MTU", "THREAD", "UPLINK", "SOCKET"},
-              {false, false, false, false, true, true, true, false, false});
+  TextTable t(
+      {"NAME", "STATE", "MAC", "MODE", "QUEUES", "MTU", "THREAD", "UPLINK", "OWNER", "SOCKET"},
+      {false, false, false, false, true, true, true, false, false, false});
   for (const auto& p : ports)
     t.add({cell(p, "name"), cell(p, "state"), cell(p, "mac"), cell(p, "mode"),
            cell(p, "queue_pairs"), cell(p, "mtu"), cell(p, "thread"), cell(p, "uplink"),
-           cell(p, "socket")});
+           owner_cell(p), cell(p, "socket")});
   if (t.empty())
     out << "no ports\n";
   else

@@ -196,6 +196,15 @@ class Ctl(unittest.TestCase):
         self.assertEqual(PROTO.result_errors("config.get", cfg), [])
         got = json.loads(self.run_ctl("call", "port.get", '{"name":"vm1"}')[0])
         self.assertEqual(got["name"], "vm1")
+        # A port added as the DRA plugin adds it: its owner shows in port list.
+        owned = json.dumps({"name": "vm7", "socket": os.path.join(self.dir, "vm7.sock"),
+                            "mac": "52:54:00:00:30:07",
+                            "owner": {"namespace": "tenant-a", "vm": "web-1", "claim": "c1"}})
+        self.run_ctl("call", "port.add", owned)
+        listing = self.run_ctl("port", "list")[0].splitlines()
+        self.assertIn("OWNER", listing[0])
+        self.assertIn("tenant-a/web-1", next(line for line in listing if line.startswith("vm7")))
+        self.run_ctl("port", "rm", "vm7")
         self.run_ctl("call", "port.get", "{not json", code=2)
         _, err = self.run_ctl("call", "no.such", code=1)
         self.assertIn("-32601", err)
