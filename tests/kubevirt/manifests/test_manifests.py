@@ -108,8 +108,20 @@ class Rendering(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.rendered = {o: kustomize(os.path.join(KUBE, "overlays", o))
-                        for o in ("kubernetes", "openshift")}
+                        for o in ("kubernetes", "openshift", "kube-prometheus-stack")}
         cls.rendered["base"] = kustomize(os.path.join(KUBE, "base"))
+
+    def test_kube_prometheus_stacks_prometheus_selects_the_monitoring_objects(self):
+        """kube-prometheus-stack's Prometheus takes PodMonitors and rules
+        labelled release=<its release> only: the overlay adds the label, and
+        is otherwise the plain Kubernetes one."""
+        stack, plain = self.rendered["kube-prometheus-stack"], self.rendered["kubernetes"]
+        for kind in ("PodMonitor", "PrometheusRule"):
+            self.assertEqual(find(stack, kind)["metadata"]["labels"].get("release"),
+                             "kube-prometheus-stack", kind)
+            self.assertNotIn("release", find(plain, kind)["metadata"]["labels"], kind)
+        key = lambda o: (o["kind"], o["metadata"]["name"])
+        self.assertEqual(sorted(map(key, stack)), sorted(map(key, plain)))
 
     def test_kubectl_is_debians_1_20(self):
         r = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True,
@@ -547,7 +559,12 @@ class Metrics(unittest.TestCase):
                        "xdpvhost_thread_iterations_total", "xdpvhost_uplink_xsk_rx_ring_full_total",
                        "xdpvhost_uplink_xsk_rx_fill_ring_empty_descs_total"):
             self.assertTrue(family in exprs, f"no panel shows {family}")
-        self.assertTrue("by (node, port, reason)" in exprs, "no panel of drops by port and reason")
+        self.assertTrue("by (node, namespace, vm, port, reason)" in exprs,
+                        "no panel of drops by port and reason")
+        # Every port panel names the VM too (a node's ports are told apart by VM).
+        for e in (t["expr"] for p in dash["panels"] for t in p.get("targets", [])):
+            if "xdpvhost_port_" in e and "sum by" in e:
+                self.assertIn("namespace, vm, port", e)
         ids = [p["id"] for p in dash["panels"]]
         self.assertEqual(len(ids), len(set(ids)))
 
