@@ -104,7 +104,7 @@ def run(args):
         config = {"threads": {"count": 2},
                   "uplinks": [{"name": "up0", "interface": "xvscale-n0", "bind": "copy",
                                "queues": [0, 1]}],
-                  "metrics": {"listen": METRICS}, "log": {"level": "warning"}}
+                  "metrics": {"listen": METRICS}, "log": {"level": "warn"}}
         daemon = Daemon(work, config, binary=args.xdpvhostd, netns=node, start_timeout=30)
         daemon.start()
         added = 0

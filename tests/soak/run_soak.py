@@ -61,6 +61,10 @@ EXPECTED_PROBLEMS = (
     r"uplink up0: interface xvsoak-n0 does not exist \(yet\); waiting for it",
     r"queue 1: xsk: xvsoak-n0 queue 1: copy-mode bind refused: Invalid argument",
     r"uplink up0: its XDP program is no longer on xvsoak-n0 \(removed by someone else\)",
+    # The veth deleted while the program removed by someone else is being
+    # attached again (two faults at once): the attach finds no device, and
+    # the uplink waits for the interface.
+    r"uplink up0: (still not set up: )?xdp: interface xvsoak-n0: No such device",
     # A queue bound again right after its program was removed (the kernel
     # has not let go of the old socket yet): tried again shortly.
     r"queue \d: xsk: xvsoak-n0 queue \d: copy-mode bind refused: Device or resource busy",
