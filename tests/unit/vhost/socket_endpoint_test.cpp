@@ -102,6 +102,25 @@ class SocketEndpointTest : public ::testing::Test {
   void run_for(std::chrono::milliseconds d) {
     (void)run_until([] { return false; }, d);
   }
+  // Sets up ring 1 (the first transmit queue) over `frontend` and runs the
+  // endpoint until the device runs it. VERSION_1 only: no REPLY_ACK
+  // (nothing waits for a reply while the endpoint's io_context is not run),
+  // and rings run once kicked. The memory and kick fds are the device's
+  // afterwards (sent over the socket).
+  void run_one_ring(testing::VhostUserChannel& frontend, const Device& device) {
+    ASSERT_TRUE(frontend.set_features(std::uint64_t{1} << 32));
+    sys::UniqueFd memory(::memfd_create("guest", MFD_CLOEXEC));
+    ASSERT_EQ(::ftruncate(memory.get(), 1 << 20), 0);
+    const testing::vhost_user::MemoryRegion region{0, 1 << 20, 0x7f0000000000, 0};
+    const int fds[] = {memory.get()};
+    ASSERT_TRUE(frontend.set_mem_table({&region, 1}, fds));
+    ASSERT_TRUE(frontend.set_vring_num(1, 256));
+    ASSERT_TRUE(frontend.set_vring_base(1, 0));
+    ASSERT_TRUE(frontend.set_vring_addr({1, 0, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0}));
+    sys::UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    ASSERT_TRUE(frontend.set_vring_kick(1, kick.get()));
+    ASSERT_TRUE(run_until([&] { return device.vrings()[1].running; }, 5s));
+  }
 
   boost::asio::io_context io_;
   std::string dir_;
@@ -153,20 +172,7 @@ TEST_F(SocketEndpointTest, AGetVringBaseWithoutAKnownIndexClosesTheConnectionUna
   auto e = endpoint("stalled", device, SocketEndpoint::kFrontendBudget);
   auto frontend = testing::VhostUserChannel::connect_to(e->options().path, 5s);
   ASSERT_TRUE(frontend.connected());
-  // VERSION_1 only: no REPLY_ACK (nothing waits for a reply while the
-  // endpoint's io_context is not run), and rings run once kicked.
-  ASSERT_TRUE(frontend.set_features(std::uint64_t{1} << 32));
-  sys::UniqueFd memory(::memfd_create("guest", MFD_CLOEXEC));
-  ASSERT_EQ(::ftruncate(memory.get(), 1 << 20), 0);
-  const testing::vhost_user::MemoryRegion region{0, 1 << 20, 0x7f0000000000, 0};
-  const int fds[] = {memory.get()};
-  ASSERT_TRUE(frontend.set_mem_table({&region, 1}, fds));
-  ASSERT_TRUE(frontend.set_vring_num(1, 256));
-  ASSERT_TRUE(frontend.set_vring_base(1, 0));
-  ASSERT_TRUE(frontend.set_vring_addr({1, 0, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0}));
-  sys::UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  ASSERT_TRUE(frontend.set_vring_kick(1, kick.get()));
-  ASSERT_TRUE(run_until([&] { return device.vrings()[1].running; }, 5s));
+  ASSERT_NO_FATAL_FAILURE(run_one_ring(frontend, device));
 
   const testing::vhost_user::VringState get{1, 0};
   ASSERT_TRUE(frontend.send_raw(
@@ -313,18 +319,7 @@ TEST_F(SocketEndpointTest, AFrontendThatRefusesTheDeviceIsAskedLessAndLessOften)
   {  // A session whose ring runs.
     testing::VhostUserChannel frontend(accept_one());
     ASSERT_TRUE(frontend.connected());
-    ASSERT_TRUE(frontend.set_features(std::uint64_t{1} << 32));
-    sys::UniqueFd memory(::memfd_create("guest", MFD_CLOEXEC));
-    ASSERT_EQ(::ftruncate(memory.get(), 1 << 20), 0);
-    const testing::vhost_user::MemoryRegion region{0, 1 << 20, 0x7f0000000000, 0};
-    const int fds[] = {memory.get()};
-    ASSERT_TRUE(frontend.set_mem_table({&region, 1}, fds));
-    ASSERT_TRUE(frontend.set_vring_num(1, 256));
-    ASSERT_TRUE(frontend.set_vring_base(1, 0));
-    ASSERT_TRUE(frontend.set_vring_addr({1, 0, 0x7f0000000000, 0x7f0000002000, 0x7f0000001000, 0}));
-    sys::UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    ASSERT_TRUE(frontend.set_vring_kick(1, kick.get()));
-    ASSERT_TRUE(run_until([&] { return device.vrings()[1].running; }, 5s));
+    ASSERT_NO_FATAL_FAILURE(run_one_ring(frontend, device));
   }
   ASSERT_TRUE(run_until([&] { return e.state() == SocketEndpoint::State::kWaiting; }, 5s));
   EXPECT_EQ(e.reconnect_delay(), 10ms) << "a session that ran starts the waits over";
