@@ -99,6 +99,21 @@ class SocketEndpointTest : public ::testing::Test {
     }
     return true;
   }
+  // A client-mode port to dir_/NAME.sock with these waits, never throttled:
+  // each attempt costs the control thread a little, and these tests are
+  // about the attempts.
+  SocketEndpoint::Options client_options(const std::string& name,
+                                         std::chrono::milliseconds interval,
+                                         std::chrono::milliseconds max) {
+    SocketEndpoint::Options o;
+    o.name = name;
+    o.path = dir_ + "/" + name + ".sock";
+    o.mode = SocketEndpoint::Mode::kClient;
+    o.reconnect_interval = interval;
+    o.reconnect_max = max;
+    o.budget = {std::chrono::hours(1), 1.0};
+    return o;
+  }
   void run_for(std::chrono::milliseconds d) {
     (void)run_until([] { return false; }, d);
   }
@@ -192,15 +207,8 @@ TEST_F(SocketEndpointTest, AGetVringBaseWithoutAKnownIndexClosesTheConnectionUna
 TEST_F(SocketEndpointTest, AClientPortReconnectingThousandsOfTimesHoldsNothingMore) {
   IdleBackend backend;
   Device device{DeviceOptions{1, true}, backend};
-  SocketEndpoint::Options o;
-  o.name = "client";
-  o.path = dir_ + "/frontend.sock";
-  o.mode = SocketEndpoint::Mode::kClient;
-  o.reconnect_interval = 1ms;
-  o.reconnect_max = 1ms;  // hang-ups are asked again at once, not less and less often
-  // Not throttled: each attempt costs the control thread a little, and the
-  // test is about what the attempts leave behind.
-  o.budget = {std::chrono::hours(1), 1.0};
+  // Hang-ups are asked again at once, not less and less often.
+  SocketEndpoint::Options o = client_options("client", 1ms, 1ms);
   std::ostringstream log;
   auto previous = spdlog::default_logger();
   spdlog::set_default_logger(std::make_shared<spdlog::logger>(
@@ -259,13 +267,7 @@ TEST_F(SocketEndpointTest, AClientPortReconnectingThousandsOfTimesHoldsNothingMo
 TEST_F(SocketEndpointTest, AFrontendThatRefusesTheDeviceIsAskedLessAndLessOften) {
   IdleBackend backend;
   Device device{DeviceOptions{1, true}, backend};
-  SocketEndpoint::Options o;
-  o.name = "qemu";
-  o.path = dir_ + "/qemu.sock";
-  o.mode = SocketEndpoint::Mode::kClient;
-  o.reconnect_interval = 10ms;
-  o.reconnect_max = 160ms;
-  o.budget = {std::chrono::hours(1), 1.0};
+  SocketEndpoint::Options o = client_options("qemu", 10ms, 160ms);
   sys::UniqueFd listener = listen_at(o.path);
   ASSERT_TRUE(listener.valid());
   SocketEndpoint e(io_, o, device);
