@@ -13,10 +13,9 @@ Health check_health(Daemon& daemon) {
     else if (dp.thread(t).stalled())
       h.problems.push_back("service thread " + std::to_string(t) +
                            " is stalled (a command did not run in time)");
-    else if (const auto silence = dp.thread(t).heartbeat().silence();
-             silence >= dataplane::Heartbeat::kDeadline)
+    else if (const auto& heart = dp.thread(t).heartbeat(); heart.missing_now())
       h.problems.push_back("service thread " + std::to_string(t) + " has run no poll round for " +
-                           std::to_string(silence.count()) + " ms");
+                           std::to_string(heart.silence().count()) + " ms");
   for (const auto& p : daemon.config().ports) {
     const auto* c = daemon.find_port(p.name);
     if (c == nullptr) {

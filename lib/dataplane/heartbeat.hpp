@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "dataplane/counters.hpp"
+
 namespace xdpvhost::dataplane {
 
 class Heartbeat {
@@ -28,15 +30,13 @@ class Heartbeat {
   static constexpr std::chrono::milliseconds kDeadline{1000};
 
   // On the beating thread, once per round.
-  void beat() noexcept {
-    beats_.store(beats_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
+  void beat() noexcept { beats_.add(); }
 
   // On the watcher (one only), every interval; `asleep` says whether the
   // thread owes no beat (sleeping in epoll, stopped, not started). True when
   // this check finds a new miss.
   bool check(bool asleep, Clock::time_point now) noexcept {
-    const std::uint64_t beats = beats_.load(std::memory_order_relaxed);
+    const std::uint64_t beats = beats_.get();
     if (asleep || beats != last_beats_ || !heard_at_) {
       last_beats_ = beats;
       heard_at_ = now;
@@ -51,15 +51,17 @@ class Heartbeat {
       longest_silence_ns_.store(static_cast<std::uint64_t>(silence), std::memory_order_relaxed);
     if (missing_ || now - *heard_at_ < kDeadline) return false;
     missing_ = true;
-    misses_.store(misses_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    misses_.add();
     return true;
   }
 
   // Any thread.
-  std::uint64_t misses() const noexcept { return misses_.load(std::memory_order_relaxed); }
+  std::uint64_t misses() const noexcept { return misses_.get(); }
   // How long the awake thread has gone without a round, as of the last check
   // (zero while it beats or sleeps).
   std::chrono::milliseconds silence() const noexcept { return ms(silence_ns_); }
+  // Whether the current silence is a miss (health reports it while it lasts).
+  bool missing_now() const noexcept { return silence() >= kDeadline; }
   std::chrono::milliseconds longest_silence() const noexcept { return ms(longest_silence_ns_); }
 
  private:
@@ -68,13 +70,13 @@ class Heartbeat {
         std::chrono::nanoseconds(ns.load(std::memory_order_relaxed)));
   }
 
-  std::atomic<std::uint64_t> beats_{0};
+  Counter beats_;
   // The watcher's.
   std::uint64_t last_beats_ = 0;
   std::optional<Clock::time_point> heard_at_;  // last check that found it beating or asleep
   bool missing_ = false;                       // this silence is counted already
   // What it reports.
-  std::atomic<std::uint64_t> misses_{0};
+  Counter misses_;
   std::atomic<std::uint64_t> silence_ns_{0};
   std::atomic<std::uint64_t> longest_silence_ns_{0};
 };

@@ -39,8 +39,8 @@ void ThreadWatcher::check(ServiceThread& t) {
         t.index(), kInterval.count(), io.interrupts());
 
   Heartbeat& heart = t.heartbeat();
-  const bool was_missing = heart.silence() >= Heartbeat::kDeadline;
-  const std::chrono::milliseconds silence = heart.silence();
+  const bool was_missing = heart.missing_now();
+  const std::chrono::milliseconds silence = heart.silence();  // before this check
   if (heart.check(t.owes_no_round(), Heartbeat::Clock::now())) {
     if (sys::worth_logging(heart.misses()))
       spdlog::warn(
