@@ -5,3 +5,10 @@ its control socket and writes the CDI specs and KEP-5304 device metadata
 that bring the socket into the VM's pod."""
 
 DRIVER_NAME = "xdpvhost.io"
+
+# No `_created` series beside each counter and histogram (prometheus_client
+# reads this when it is first imported, by any module of the plugin): the
+# daemon's exposition has none either, and they would double the series.
+import os as _os
+
+_os.environ.setdefault("PROMETHEUS_DISABLE_CREATED_SERIES", "True")

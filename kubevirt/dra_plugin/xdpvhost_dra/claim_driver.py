@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 
-from . import DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names, port_mac
+from . import DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names, plugin_metrics, port_mac
 from .daemon_control import NAME_IN_USE, DaemonError, DaemonUnavailable
 from .kube_api import ApiError
 from .socket_dir import SocketDirError
@@ -25,7 +25,30 @@ log = logging.getLogger("xdpvhost-dra.claims")
 
 
 class Failure(RuntimeError):
-    """A per-claim failure: its message is the claim's error for the kubelet."""
+    """A per-claim failure: its message is the claim's error for the kubelet;
+    its reason one of plugin_metrics.REASONS."""
+
+    def __init__(self, message, reason):
+        super().__init__(message)
+        self.reason = reason
+
+
+_REASONS = ((names.InvalidName, "invalid_request"), (claim_plan.ClaimError, "claim"),
+            (ApiError, "api_server"), (DaemonUnavailable, "daemon_unavailable"),
+            (DaemonError, "daemon_refused"), (SocketDirError, "socket_dir"), (OSError, "filesystem"))
+
+
+def reason_of(error):
+    """Why a call failed, as plugin_metrics.REASONS names it."""
+    if isinstance(error, Failure):
+        return error.reason
+    return next((reason for kind, reason in _REASONS if isinstance(error, kind)), "internal")
+
+
+def _counted(call, started, error):
+    plugin_metrics.call_seconds.labels(call, "error" if error else "ok").observe(time.monotonic() - started)
+    if error is not None:
+        plugin_metrics.call_errors.labels(call, reason_of(error)).inc()
 
 
 def port_params(record, p):
@@ -56,12 +79,14 @@ class ClaimDriver:
     def prepare(self, namespace, name, claim_uid):
         """Returns (devices, error): devices as dicts of the kubelet's Device."""
         what = f"claim {namespace}/{name} ({claim_uid})"
+        started = time.monotonic()
         try:
             names.dns_label("claim namespace", namespace)
             names.dns_subdomain("claim name", name)
             names.uid("claim UID", claim_uid)
         except names.InvalidName as e:
             log.error("prepare %s refused: %s", what[:200], e)
+            _counted("prepare", started, e)
             return [], str(e)
         with self.lock:
             try:
@@ -69,33 +94,51 @@ class ClaimDriver:
                 log.info("prepare %s: done, devices %s", what,
                          ", ".join(f"{d['device_name']} for {d['request_names'][0]}" for d in devices)
                          or "none of this driver")
+                _counted("prepare", started, None)
                 return devices, ""
             except (Failure, claim_plan.ClaimError, ApiError, DaemonUnavailable, DaemonError,
                     SocketDirError, OSError) as e:
                 log.error("prepare %s failed: %s", what, e)
+                _counted("prepare", started, e)
                 return [], str(e)
+            finally:
+                self._count_prepared()
 
     def unprepare(self, namespace, name, claim_uid):
         what = f"claim {namespace}/{name} ({claim_uid})"
+        started = time.monotonic()
         try:
             names.uid("claim UID", claim_uid)
         except names.InvalidName as e:
             log.error("unprepare %s refused: %s", what[:200], e)
+            _counted("unprepare", started, e)
             return str(e)
         with self.lock:
             try:
                 record = self.store.load(claim_uid)
                 if record is None:
                     log.info("unprepare %s: not prepared by this plugin; nothing to do", what)
+                    _counted("unprepare", started, None)
                     return ""
                 self._teardown(record)
                 self.store.delete(claim_uid)
                 log.info("unprepare %s: done", what)
                 self._clear_status(record)
+                _counted("unprepare", started, None)
                 return ""
             except (Failure, DaemonUnavailable, DaemonError, OSError, RuntimeError) as e:
                 log.error("unprepare %s failed (state kept, the kubelet retries): %s", what, e)
+                _counted("unprepare", started, e)
                 return str(e)
+            finally:
+                self._count_prepared()
+
+    def _count_prepared(self, records=None):
+        try:
+            records = self.store.all() if records is None else records
+        except OSError:
+            return
+        plugin_metrics.prepared_claims.set(sum(r.get("phase") == "prepared" for r in records))
 
     # ---- prepare ---------------------------------------------------------
 
@@ -105,7 +148,7 @@ class ClaimDriver:
             same = (record["claim"]["namespace"], record["claim"]["name"]) == (namespace, name)
             if not same:
                 raise Failure(f"claim UID {claim_uid} was prepared as {record['claim']['namespace']}/"
-                              f"{record['claim']['name']}, not {namespace}/{name}")
+                              f"{record['claim']['name']}, not {namespace}/{name}", "claim")
             if record.get("phase") == "prepared":
                 self._ensure(record, why="prepare repeated")
                 return claim_plan.prepared_devices(record)
@@ -160,11 +203,11 @@ class ClaimDriver:
                 vmi = self.api.vmi(namespace, vm)
             except (names.InvalidName, ApiError) as e:
                 raise Failure(f"pod {namespace}/{pod_name}: its VMI, whose interfaces give the ports "
-                              f"their MACs, cannot be read: {e}") from e
+                              f"their MACs, cannot be read: {e}", "vmi") from e
             uid = (vmi.get("metadata") or {}).get("uid")
             if owner.uid and uid != owner.uid:
                 raise Failure(f"VMI {namespace}/{vm} has UID {uid}, pod {pod_name} belongs to {owner.uid}: "
-                              "it got replaced")
+                              "it got replaced", "vmi")
             return vm, vmi
         labels = pod.metadata.labels or {}
         annotations = pod.metadata.annotations or {}
@@ -183,7 +226,8 @@ class ClaimDriver:
             found = port_mac.from_vmi(vmi, claim["name"], record["pod_claim_name"], record["from_template"],
                                       p["request"]) if vmi is not None else None
         except port_mac.MacError as e:
-            raise Failure(f"claim {claim['namespace']}/{claim['name']}: request {p['request']}: {e}") from e
+            raise Failure(f"claim {claim['namespace']}/{claim['name']}: request {p['request']}: {e}",
+                          "mac") from e
         if found is not None and found[1] is not None:
             log.info("port %s: MAC %s, the macAddress of VMI %s/%s interface %s", p["port"], found[1],
                      claim["namespace"], record["vm"], found[0])
@@ -196,15 +240,19 @@ class ClaimDriver:
 
     def _ensure(self, record, why, records=None):
         """Makes everything the record describes exist: directories, daemon
-        ports, CDI specs, metadata. Logs what it had to (re)create. records:
-        every claim's record (read here if not given)."""
+        ports, CDI specs, metadata. Logs what it had to (re)create and
+        returns it (plugin_metrics.REPAIRS, once each). records: every
+        claim's record (read here if not given)."""
         claim = record["claim"]
         what = f"claim {claim['namespace']}/{claim['name']}"
+        made = []
         if records is None:
             records = self.store.all()
         for p in record["ports"]:
-            self.sockets.ensure(p["key"], why)
-            self._ensure_port(record, p, why)
+            if self.sockets.ensure(p["key"], why):
+                made.append("socket_dir")
+            if self._ensure_port(record, p, why):
+                made.append("port")
             doc = device_metadata.document(
                 claim["namespace"], claim["name"], claim["uid"], record["pod_claim_name"],
                 record["from_template"], p["request_full"],
@@ -214,18 +262,22 @@ class ClaimDriver:
                   "networkData": {"hardwareAddress": p["mac"]} if p.get("mac") else None}])
             if not self._newer_claim_names(record, p["metadata_file"], records) and \
                     device_metadata.write(p["metadata_file"], doc):
+                made.append("metadata")
                 log.info("%s (%s): device metadata %s written (vhost-user-path %s, mtu %d; in the pod "
                          "at %s)", what, why, p["metadata_file"], p["container_socket"], p["mtu"],
                          p["metadata_container_file"])
             spec = cdi.metadata_spec(claim["uid"], p["request"], p["metadata_file"],
                                      p["metadata_container_file"])
             if cdi.write(p["metadata_spec"], spec):
+                made.append("cdi_spec")
                 log.info("%s (%s): CDI spec %s written", what, why, p["metadata_spec"])
         spec = cdi.vhost_spec(claim["uid"], [(p["device"], p["request"], p["dir"], p["container_dir"])
                                              for p in record["ports"]])
         if record["ports"] and cdi.write(record["vhost_spec"], spec):
+            made.append("cdi_spec")
             log.info("%s (%s): CDI spec %s written (mounts %s)", what, why, record["vhost_spec"],
                      ", ".join(f"{p['dir']} at {p['container_dir']}" for p in record["ports"]))
+        return sorted(set(made))
 
     @staticmethod
     def _newer_claim_names(record, metadata_file, records):
@@ -246,7 +298,7 @@ class ClaimDriver:
         current = self.daemon.port(p["port"])
         if current is not None:
             if current.get("socket") == p["socket"] and current.get("mode") == "client":
-                return
+                return False
             log.info("port %s: the daemon has it with socket %s mode %s; replacing it",
                      p["port"], current.get("socket"), current.get("mode"))
             self.daemon.remove_port(p["port"])
@@ -256,12 +308,13 @@ class ClaimDriver:
             if e.code != NAME_IN_USE:
                 raise Failure(f"xdpvhostd refused port {p['port']} for request {p['request']} "
                               f"(uplink {p['uplink']}, socket {p['socket']}): {e.message} "
-                              f"(code {e.code})") from e
-            return  # added by someone else in the meantime: checked next time
+                              f"(code {e.code})", "daemon_refused") from e
+            return False  # added by someone else in the meantime: checked next time
         claim = record["claim"]
         log.info("port %s added (%s): client of %s on uplink %s, mtu %d, %d queue pair(s), mac %s, "
                  "owner %s/%s vm %r", p["port"], why, p["socket"], p["uplink"], p["mtu"], p["queues"],
                  p.get("mac") or "learned", claim["namespace"], claim["name"], record.get("vm") or "")
+        return True
 
     # ---- unprepare -------------------------------------------------------
 
@@ -346,11 +399,14 @@ class ClaimDriver:
                     continue
                 claim = record["claim"]
                 try:
-                    self._ensure(record, why="reconcile", records=records)
+                    for what in self._ensure(record, why="reconcile", records=records):
+                        plugin_metrics.reconcile_repairs.labels(what).inc()
                     ok += 1
                 except (Failure, DaemonUnavailable, DaemonError, SocketDirError, OSError) as e:
                     failed += 1
+                    plugin_metrics.reconcile_failures.inc()
                     log.error("reconcile claim %s/%s: %s", claim["namespace"], claim["name"], e)
+            self._count_prepared(records)
             self._log_orphans()
         return ok, failed
 

@@ -3,7 +3,7 @@ python client (python3-kubernetes). Debian's client (22.x) has no typed
 classes for resource.k8s.io/v1, so ResourceClaims and ResourceSlices go
 through CustomObjectsApi (plain JSON objects at the API group's REST
 paths), as do KubeVirt's VirtualMachineInstances; Nodes and Pods through
-CoreV1Api."""
+CoreV1Api, as are the Events the plugin reports on its Node."""
 
 import json
 import logging
@@ -75,9 +75,12 @@ class KubeApi:
                           field_selector=f"spec.nodeName={node},spec.driver={driver}")
         return result.get("items") or []
 
-    def create_slice(self, body):
-        return self._do("POST resourceslice", self.custom.create_cluster_custom_object,
-                        GROUP, VERSION, "resourceslices", body)
+    def create_slice(self, body, dry_run=False):
+        """dry_run: the server answers with what it would store, and stores
+        nothing (every stage of the request runs: its feature gates too)."""
+        return self._do("POST resourceslice" + (" (dry run)" if dry_run else ""),
+                        self.custom.create_cluster_custom_object, GROUP, VERSION, "resourceslices",
+                        body, dry_run="All" if dry_run else None)
 
     def replace_slice(self, name, body):
         return self._do(f"PUT resourceslice {name}", self.custom.replace_cluster_custom_object,
@@ -90,6 +93,10 @@ class KubeApi:
     # Core objects
     def node_uid(self, name):
         return self._do(f"GET node {name}", self.core.read_node, name).metadata.uid
+
+    def create_event(self, namespace, body):
+        return self._do(f"POST event {namespace}/{body['metadata']['name']}",
+                        self.core.create_namespaced_event, namespace, body)
 
     def pod(self, namespace, name):
         return self._do(f"GET pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace)

@@ -8,11 +8,13 @@ import signal
 import sys
 import threading
 
-from . import DRIVER_NAME, options, stubs, uplink_devices
+from . import DRIVER_NAME, options, plugin_metrics, resource_slice, stubs, uplink_devices
 from .claim_driver import ClaimDriver
 from .daemon_control import DaemonControl, DaemonError, DaemonUnavailable
 from .kube_api import ApiError, KubeApi
+from .metrics_server import MetricsServer
 from .plugin_sockets import PluginSockets
+from .node_events import Node
 from .resource_slice import SlicePublisher
 from .socket_dir import SocketDirs
 from .state_store import StateStore
@@ -37,7 +39,9 @@ class Devices:
         return devs
 
     def by_name(self):
-        """For prepare: fresh from the daemon, or the last list if it is down."""
+        """For prepare: fresh from the daemon, or the last list if it is down;
+        by the names of the uplinks' devices in either device mode, so that
+        a claim allocated before the mode changed is prepared too."""
         try:
             devs = self.refresh()
         except (DaemonUnavailable, DaemonError):
@@ -45,7 +49,7 @@ class Devices:
                 devs = self.current
             if devs is None:
                 raise
-        return {d.device: d for d in devs}
+        return uplink_devices.by_device_name(devs, resource_slice.MAX_SLOTS)
 
 
 def main(argv=None):
@@ -63,8 +67,8 @@ def main(argv=None):
         log.error("%s", e)
         return 1
     log.info("%s kubelet plugin starting: node %s, kubelet root %s, daemon %s, socket root %s, "
-             "CDI %s, state %s", DRIVER_NAME, o.node_name, o.kubelet_root, o.control_socket,
-             o.socket_root, o.cdi_root, o.state_dir)
+             "CDI %s, state %s, device mode %s", DRIVER_NAME, o.node_name, o.kubelet_root, o.control_socket,
+             o.socket_root, o.cdi_root, o.state_dir, o.device_mode)
     try:
         api = KubeApi(o.kubeconfig)
     except Exception as e:
@@ -76,7 +80,8 @@ def main(argv=None):
                          o.selinux_label, o.socket_acl)
     store = StateStore(o.state_dir)
     driver = ClaimDriver(o, daemon, api, sockets, store, devices.by_name)
-    publisher = SlicePublisher(api, o.node_name, o.ports_capacity)
+    publisher = SlicePublisher(api, Node(api, o.node_name), o.ports_capacity, o.device_mode,
+                               o.ports_per_uplink)
 
     stop = threading.Event()
 
@@ -97,12 +102,21 @@ def main(argv=None):
 
     # Put back what a restarted daemon lost before the kubelet can call.
     reconcile_claims()
+    metrics = None
+    if o.metrics_listen:
+        try:
+            metrics = MetricsServer(o.metrics_listen, plugin_metrics.REGISTRY).start()
+        except OSError as e:
+            log.error("--metrics-listen %s: %s", o.metrics_listen, e)
+            return 1
     plugin = PluginSockets(s, driver, o.kubelet_root)
     try:
         plugin.start()
     except Exception as e:
         log.error("%s", e)
         plugin.stop()
+        if metrics:
+            metrics.stop()
         return 1
 
     last_problem = "not tried yet"
@@ -113,6 +127,7 @@ def main(argv=None):
             problem = None
         except (DaemonUnavailable, DaemonError, ApiError) as e:
             problem = f"ResourceSlice not published: {e}"
+            plugin_metrics.slice_errors.inc()
         if problem != last_problem:
             (log.warning if problem else log.info)(problem or "ResourceSlice in sync")
             last_problem = problem
@@ -120,5 +135,7 @@ def main(argv=None):
         stop.wait(o.reconcile_interval)
 
     plugin.stop()
+    if metrics:
+        metrics.stop()
     log.info("stopped")
     return 0

@@ -101,3 +101,10 @@ def device_name(uplink):
         return uplink
     base = re.sub(r"[^a-z0-9-]+", "-", uplink.lower()).strip("-")[:48] or "uplink"
     return f"{base}-{hashlib.sha256(uplink.encode()).hexdigest()[:8]}"
+
+
+def slot_device_name(uplink, slot):
+    """The ResourceSlice device of port slot `slot` of an uplink (device
+    mode "slots"): the uplink's device and "-s<slot>". A daemon name has at
+    most 32 characters, its device at most 41, so this stays a DNS label."""
+    return f"{device_name(uplink)}-s{slot}"

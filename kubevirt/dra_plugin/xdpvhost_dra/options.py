@@ -1,14 +1,14 @@
 """Command-line flags. The plugin's basic ones (--kubelet-root,
 --control-socket, --socket-root, --cdi-root, --state-dir, --node-name,
 --kubeconfig) plus the socket directories' owner, mode and SELinux label,
-the path inside the pod, and the published capacity."""
+the path inside the pod, and the published devices and capacity."""
 
 import argparse
 import grp
 import os
 import pwd
 
-from . import DRIVER_NAME, names, port_mac
+from . import DRIVER_NAME, metrics_server, names, port_mac, resource_slice
 from .socket_dir import SOCKET_FILE, SUN_PATH_MAX
 from .names import KEY_HEX
 
@@ -96,6 +96,15 @@ def parser():
                         "DIR/<pod claim name>/<request> (default: %(default)s)")
     p.add_argument("--ports-capacity", type=int, default=256, metavar="N",
                    help="ports capacity published per uplink device (default: %(default)s)")
+    p.add_argument("--device-mode", default=resource_slice.AUTO, choices=resource_slice.DEVICE_MODES,
+                   help="shared: one device per uplink that many claims share (needs the feature gate "
+                        "DRAConsumableCapacity, on by default from Kubernetes 1.36); slots: "
+                        "--ports-per-uplink devices per uplink, one claim each (any Kubernetes with "
+                        "resource.k8s.io/v1); auto: shared where the API server keeps its fields, "
+                        "else slots (default: %(default)s)")
+    p.add_argument("--ports-per-uplink", type=int, default=32, metavar="N",
+                   help="devices per uplink in device mode slots, 1..%d for all uplinks together "
+                        "(default: %%(default)s)" % resource_slice.MAX_SLOTS)
     p.add_argument("--default-mtu", type=int, default=1500, metavar="N",
                    help="MTU of an uplink device whose interface is not visible to the plugin "
                         "(default: %(default)s)")
@@ -106,6 +115,9 @@ def parser():
                    metavar="OCTETS",
                    help="leading octets of the MACs the plugin generates for VM interfaces without a "
                         "macAddress; locally administered unicast (default: %s)" % port_mac.DEFAULT_PREFIX)
+    p.add_argument("--metrics-listen", default="", metavar="HOST:PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (HOST an address, "
+                        "IPv6 with or without brackets); default: none")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -130,8 +142,15 @@ def parse(argv=None):
                 f"bytes, sun_path holds {SUN_PATH_MAX}")
     if o.ports_capacity < 1:
         p.error("--ports-capacity must be at least 1")
+    if not 1 <= o.ports_per_uplink <= resource_slice.MAX_SLOTS:
+        p.error(f"--ports-per-uplink must be from 1 to {resource_slice.MAX_SLOTS}")
     if not 68 <= o.default_mtu <= 9000:
         p.error("--default-mtu must be from 68 to 9000")
+    if o.metrics_listen:
+        try:
+            metrics_server.parse_listen(o.metrics_listen)
+        except ValueError as e:
+            p.error(f"--metrics-listen {e}")
     if o.reconcile_interval <= 0:
         p.error("--reconcile-interval must be positive")
     o.plugin_dir = os.path.join(o.kubelet_root, "plugins", DRIVER_NAME)

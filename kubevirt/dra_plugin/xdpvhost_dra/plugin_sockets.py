@@ -13,7 +13,7 @@ from concurrent import futures
 
 import grpc
 
-from . import DRIVER_NAME
+from . import DRIVER_NAME, plugin_metrics
 
 log = logging.getLogger("xdpvhost-dra.grpc")
 
@@ -42,6 +42,7 @@ def dra_servicer(pb2, grpc_module, driver):
                 except Exception as e:  # a bug must not fail the other claims
                     log.error("prepare %s/%s: internal error:\n%s", claim.namespace, claim.name,
                               traceback.format_exc())
+                    plugin_metrics.call_errors.labels("prepare", "internal").inc()
                     devices, error = [], f"internal error in the {DRIVER_NAME} plugin: {e}"
                 entry = response.claims[claim.uid]
                 entry.error = error
@@ -58,6 +59,7 @@ def dra_servicer(pb2, grpc_module, driver):
                 except Exception as e:
                     log.error("unprepare %s/%s: internal error:\n%s", claim.namespace, claim.name,
                               traceback.format_exc())
+                    plugin_metrics.call_errors.labels("unprepare", "internal").inc()
                     error = f"internal error in the {DRIVER_NAME} plugin: {e}"
                 response.claims[claim.uid].error = error
             return response

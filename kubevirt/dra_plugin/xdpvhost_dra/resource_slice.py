@@ -1,19 +1,33 @@
 """The node's ResourceSlice (kubevirt/INTERFACES.md, ResourceSlice): one
-pool named after the node, one slice, one shareable device per uplink, kept
-up to date in the API server (created, replaced with a new pool generation
-when the devices change, extra slices of this node and driver deleted).
+pool named after the node, one slice, kept up to date in the API server
+(created, replaced with a new pool generation when the devices change,
+extra slices of this node and driver deleted). Its devices, by the device
+mode:
+
+- shared: one device per uplink, allowMultipleAllocations with a `ports`
+  capacity, so that many claims share it. The API server keeps those
+  fields only with the feature gate DRAConsumableCapacity (on by default
+  from Kubernetes 1.36).
+- slots: `ports_per_uplink` devices per uplink, one port each, which every
+  Kubernetes with resource.k8s.io/v1 allocates one claim at a time.
+- auto (the default): shared where the API server keeps its fields, else
+  slots. A dry-run create asks the server, at the first publish and every
+  AUTO_RECHECK_S after, so that enabling the gate later is taken up.
 
 A stored slice is in sync when its devices are these as the API server
 stores them: quantities in canonical form, empty fields and the taints'
 timeAdded aside, and without the fields of feature gates the server has off
 (it drops them, and writing them again would change nothing); the fields it
-does not keep are reported once, with their gate."""
+does not keep are reported once, with their gate: a log line and a Warning
+Event on the Node."""
 
 import logging
 import re
+import time
 from decimal import Decimal
 
-from . import DRIVER_NAME
+from . import DRIVER_NAME, names, plugin_metrics
+from .uplink_devices import UplinkDevice
 
 log = logging.getLogger("xdpvhost-dra.slice")
 
@@ -23,36 +37,71 @@ log = logging.getLogger("xdpvhost-dra.slice")
 # their link back with the uplink's.
 LINK_TAINT = DRIVER_NAME + "/uplink-down"
 
+SHARED, SLOTS, AUTO = "shared", "slots", "auto"
+DEVICE_MODES = (AUTO, SHARED, SLOTS)
+# The devices a slice holds when any is tainted (ResourceSliceSpec.devices:
+# 128, or 64 with taints): the slots of all uplinks together stay within it,
+# so that a down uplink's taint never makes the slice invalid.
+MAX_SLOTS = 64
+AUTO_RECHECK_S = 600
 
-def device_entry(dev, ports_capacity):
+
+def _attributes(dev):
     q = DRIVER_NAME + "/"
-    entry = {
-        "name": dev.device,
-        "allowMultipleAllocations": True,
-        "attributes": {
-            q + "uplink": {"string": dev.uplink},
-            q + "interface": {"string": dev.interface},
-            q + "mtu": {"int": dev.mtu},
-            q + "maxMtu": {"int": dev.max_mtu},
-        },
-        "capacity": {
-            q + "ports": {
-                "value": str(ports_capacity),
-                "requestPolicy": {"default": "1", "validRange": {"min": "1", "step": "1"}},
-            },
-        },
+    return {
+        q + "uplink": {"string": dev.uplink},
+        q + "interface": {"string": dev.interface},
+        q + "mtu": {"int": dev.mtu},
+        q + "maxMtu": {"int": dev.max_mtu},
     }
+
+
+def _with_taint(entry, dev):
     if dev.link != "up":
         entry["taints"] = [{"key": LINK_TAINT, "value": dev.link, "effect": "NoSchedule"}]
     return entry
 
 
-def slice_spec(node, devices, ports_capacity, generation):
+def device_entry(dev, ports_capacity):
+    """The shared device of an uplink."""
+    return _with_taint({
+        "name": dev.device,
+        "allowMultipleAllocations": True,
+        "attributes": _attributes(dev),
+        "capacity": {
+            DRIVER_NAME + "/ports": {
+                "value": str(ports_capacity),
+                "requestPolicy": {"default": "1", "validRange": {"min": "1", "step": "1"}},
+            },
+        },
+    }, dev)
+
+
+def slot_entry(dev, slot):
+    """Port slot `slot` of an uplink: a device of its own, one claim at a time."""
+    attributes = _attributes(dev)
+    attributes[DRIVER_NAME + "/slot"] = {"int": slot}
+    return _with_taint({"name": names.slot_device_name(dev.uplink, slot), "attributes": attributes}, dev)
+
+
+def slots_per_uplink(ports_per_uplink, uplinks):
+    """Slots each of `uplinks` uplinks gets: as asked, within MAX_SLOTS together."""
+    return max(1, min(ports_per_uplink, MAX_SLOTS // max(1, uplinks)))
+
+
+def slice_devices(devices, mode, ports_capacity, ports_per_uplink):
+    if mode == SHARED:
+        return [device_entry(d, ports_capacity) for d in devices]
+    slots = slots_per_uplink(ports_per_uplink, len(devices))
+    return [slot_entry(d, i) for d in devices for i in range(slots)]
+
+
+def slice_spec(node, entries, generation):
     return {
         "driver": DRIVER_NAME,
         "nodeName": node,
         "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
-        "devices": [device_entry(d, ports_capacity) for d in devices],
+        "devices": entries,
     }
 
 
@@ -63,7 +112,8 @@ _GATED = (("allowMultipleAllocations", "DRAConsumableCapacity"),
           ("capacity.requestPolicy", "DRAConsumableCapacity"),
           ("taints", "DRADeviceTaints"))
 # What a node loses while the gate is off.
-_GATE_COST = {"DRAConsumableCapacity": "each uplink takes one claim at a time",
+_GATE_COST = {"DRAConsumableCapacity": "each uplink takes one claim at a time (--device-mode slots or "
+                                       "auto gives each uplink --ports-per-uplink devices)",
               "DRADeviceTaints": "a down uplink's device is not marked unusable"}
 
 def _quantity(text):
@@ -158,14 +208,17 @@ def dropped_fields(wanted, stored):
     return paths
 
 
+def _gate_of(path):
+    """The feature gate that keeps the field at `path` ("device.field"), or "unknown"."""
+    for field, gate in _GATED:
+        last = field.rsplit(".", 1)[-1]
+        if path.endswith("." + last) or f".{last}." in path:
+            return gate
+    return "unknown"
+
+
 def _gates_for(paths):
-    gates = set()
-    for p in paths:
-        for field, gate in _GATED:
-            last = field.rsplit(".", 1)[-1]
-            if p.endswith("." + last) or f".{last}." in p:
-                gates.add(gate)
-    return sorted(gates)
+    return sorted({_gate_of(p) for p in paths} - {"unknown"})
 
 
 def _ours(spec):
@@ -176,11 +229,19 @@ def _ours(spec):
 
 
 class SlicePublisher:
-    def __init__(self, api, node, ports_capacity):
+    def __init__(self, api, node, ports_capacity, mode=AUTO, ports_per_uplink=32,
+                 clock=time.monotonic):
+        """node: node_events.Node (its name, uid and Events)."""
         self.api = api
         self.node = node
         self.ports_capacity = ports_capacity
-        self._node_uid = None
+        self.ports_per_uplink = ports_per_uplink
+        self.asked_mode = mode
+        # The mode published: auto's choice once the server has been asked.
+        self.mode = None if mode == AUTO else mode
+        self._asked_at = None
+        self._clock = clock
+        self._capped = None  # the uplink count whose slots were last capped
         # What the API server made of the devices last written: (wanted,
         # stored), both normal. A stored slice equal to that is in sync.
         self._accepted = None
@@ -190,14 +251,59 @@ class SlicePublisher:
         self.gates = []
 
     def _owner(self):
-        if self._node_uid is None:
-            try:
-                self._node_uid = self.api.node_uid(self.node)
-            except Exception as e:
-                log.warning("node %s: %s; the ResourceSlice gets no owner reference", self.node, e)
-                return None
-        return {"apiVersion": "v1", "kind": "Node", "name": self.node, "uid": self._node_uid,
-                "controller": True}
+        uid = self.node.uid()
+        if uid is None:
+            log.warning("node %s: uid unknown; the ResourceSlice gets no owner reference", self.node.name)
+            return None
+        return {"apiVersion": "v1", "kind": "Node", "name": self.node.name, "uid": uid, "controller": True}
+
+    def _body(self, spec, name=None):
+        meta = {"name": name} if name else {"generateName": f"{self.node.name}-{DRIVER_NAME}-"}
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": meta, "spec": spec}
+
+    def _server_mode(self):
+        """SHARED when the API server keeps a shared device's fields, else
+        SLOTS: from a dry-run create of a slice with one such device."""
+        probe = device_entry(UplinkDevice(device="probe", uplink="probe", interface="probe", mtu=1500,
+                                          max_mtu=1500), 1)
+        made = self.api.create_slice(self._body(slice_spec(self.node.name, [probe], 1)), dry_run=True)
+        dropped = dropped_fields(normal_devices([probe]),
+                                 normal_devices((made.get("spec") or {}).get("devices")))
+        return SLOTS if any(p.endswith(".allowMultipleAllocations") for p in dropped) else SHARED
+
+    def _current_mode(self, uplinks):
+        if self.asked_mode == AUTO:
+            now = self._clock()
+            if self.mode is None or now - self._asked_at >= AUTO_RECHECK_S:
+                mode = self._server_mode()
+                self._asked_at = now
+                if mode != self.mode:
+                    self._report_mode(mode)
+                self.mode = mode
+        plugin_metrics.set_device_mode(self.mode, (SHARED, SLOTS))
+        slots = slots_per_uplink(self.ports_per_uplink, uplinks)
+        capped = self.mode == SLOTS and slots < self.ports_per_uplink
+        if capped and self._capped != uplinks:
+            log.warning("%d uplinks: %d port slots each, not --ports-per-uplink %d (the slice holds "
+                        "%d port slots)", uplinks, slots, self.ports_per_uplink, MAX_SLOTS)
+        self._capped = uplinks if capped else None
+        return self.mode
+
+    def _report_mode(self, mode):
+        if mode == SHARED:
+            log.info("device mode auto: the API server keeps allowMultipleAllocations; one shared device "
+                     "per uplink, %d ports each", self.ports_capacity)
+            if self.mode == SLOTS:
+                self.node.event("Normal", "SharedDevices", "The API server now keeps "
+                                "allowMultipleAllocations (feature gate DRAConsumableCapacity on): one "
+                                f"shared device per uplink, {self.ports_capacity} ports each.")
+            return
+        message = ("The API server drops allowMultipleAllocations (feature gate DRAConsumableCapacity "
+                   "off, the default before Kubernetes 1.36): each uplink is published as "
+                   f"{self.ports_per_uplink} devices of one port each (--ports-per-uplink), so that "
+                   "each VM on this node gets its own.")
+        log.warning("device mode auto: %s", message)
+        self.node.event("Warning", "PortSlotDevices", message)
 
     def _stored(self, name, wanted, stored):
         """Takes note of what the API server keeps of `wanted` (normal
@@ -208,12 +314,16 @@ class SlicePublisher:
         if dropped == self.dropped:
             return
         self.dropped, self.gates = dropped, _gates_for(dropped)
+        plugin_metrics.set_dropped_fields(dropped, _gate_of)
         if dropped:
             costs = "; ".join(_GATE_COST[g] for g in self.gates)
-            log.warning("the API server does not keep %s of ResourceSlice %s (feature gate%s %s off: "
-                        "the default before Kubernetes 1.36)%s", ", ".join(dropped), name,
-                        "s" if len(self.gates) > 1 else "", ", ".join(self.gates) or "unknown",
-                        f": {costs}" if costs else "")
+            shown = ", ".join(dropped[:4]) + (f" and {len(dropped) - 4} more" if len(dropped) > 4 else "")
+            message = (f"The API server does not keep {shown} of ResourceSlice {name} "
+                       f"(feature gate{'s' if len(self.gates) > 1 else ''} "
+                       f"{', '.join(self.gates) or 'unknown'} off: the default before Kubernetes "
+                       f"1.36){': ' + costs if costs else ''}.")
+            log.warning("%s", message)
+            self.node.event("Warning", "ResourceSliceFieldsDropped", message)
         else:
             log.info("the API server keeps every field of ResourceSlice %s", name)
 
@@ -229,41 +339,50 @@ class SlicePublisher:
     def publish(self, devices):
         """Makes the API server hold exactly one slice of this node with these
         devices. Returns what it did: "created", "updated" or "unchanged"."""
-        existing = sorted(self.api.list_slices(self.node, DRIVER_NAME),
+        entries = slice_devices(devices, self._current_mode(len(devices)), self.ports_capacity,
+                                self.ports_per_uplink)
+        existing = sorted(self.api.list_slices(self.node.name, DRIVER_NAME),
                           key=lambda s: s.get("metadata", {}).get("creationTimestamp") or "")
         for extra in existing[1:]:
             name = extra["metadata"]["name"]
-            log.info("deleting ResourceSlice %s: a second slice of node %s", name, self.node)
+            log.info("deleting ResourceSlice %s: a second slice of node %s", name, self.node.name)
             self.api.delete_slice(name)
         if not existing:
-            spec = slice_spec(self.node, devices, self.ports_capacity, 1)
-            body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                    "metadata": {"generateName": f"{self.node}-{DRIVER_NAME}-"}, "spec": spec}
+            spec = slice_spec(self.node.name, entries, 1)
+            body = self._body(spec)
             owner = self._owner()
             if owner:
                 body["metadata"]["ownerReferences"] = [owner]
             made = self.api.create_slice(body)
             name = made.get("metadata", {}).get("name")
-            log.info("published ResourceSlice %s: devices %s", name,
-                     ", ".join(d.device for d in devices) or "none")
-            self._stored(name, normal_devices(spec["devices"]),
+            log.info("published ResourceSlice %s: %s", name, _described(devices, self.mode, len(entries)))
+            self._stored(name, normal_devices(entries),
                          normal_devices((made.get("spec") or {}).get("devices")))
+            plugin_metrics.slice_writes.labels("created").inc()
             return "created"
         current = existing[0]
         name = current["metadata"]["name"]
         spec = current.get("spec") or {}
         generation = (spec.get("pool") or {}).get("generation") or 0
-        wanted_spec = slice_spec(self.node, devices, self.ports_capacity, generation)
-        wanted, stored = normal_devices(wanted_spec["devices"]), normal_devices(spec.get("devices"))
+        wanted_spec = slice_spec(self.node.name, entries, generation)
+        wanted, stored = normal_devices(entries), normal_devices(spec.get("devices"))
         if _ours(spec) == _ours(wanted_spec) and self._in_sync(wanted, stored):
             if self._accepted is None or self._accepted[0] != wanted:
                 self._stored(name, wanted, stored)
             return "unchanged"
         body = dict(current)
         body["apiVersion"], body["kind"] = "resource.k8s.io/v1", "ResourceSlice"  # not in list items
-        body["spec"] = slice_spec(self.node, devices, self.ports_capacity, generation + 1)
+        body["spec"] = slice_spec(self.node.name, entries, generation + 1)
         replaced = self.api.replace_slice(name, body)
-        log.info("updated ResourceSlice %s (pool generation %d): devices %s", name, generation + 1,
-                 ", ".join(d.device for d in devices) or "none")
+        log.info("updated ResourceSlice %s (pool generation %d): %s", name, generation + 1,
+                 _described(devices, self.mode, len(entries)))
         self._stored(name, wanted, normal_devices((replaced.get("spec") or {}).get("devices")))
+        plugin_metrics.slice_writes.labels("updated").inc()
         return "updated"
+
+
+def _described(devices, mode, entries):
+    uplinks = ", ".join(d.device for d in devices) or "none"
+    if mode == SHARED:
+        return f"devices {uplinks} (shared)"
+    return f"{entries} port slot devices of uplinks {uplinks}"

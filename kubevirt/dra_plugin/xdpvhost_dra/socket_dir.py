@@ -66,7 +66,7 @@ class SocketDirs:
         return SUN_PATH_MAX - len(os.fsencode(self.root)) - 2 - len(SOCKET_FILE)
 
     def ensure(self, key, why="prepare"):
-        """Makes (or repairs) the directory; returns its path."""
+        """Makes (or repairs) the directory; returns whether it had to make it."""
         path = self.path(key)
         os.makedirs(self.root, mode=0o755, exist_ok=True)
         try:
@@ -86,7 +86,7 @@ class SocketDirs:
         if made:
             log.info("socket dir %s made (%s): owner %d:%d, mode %04o, %s, %s", path, why, self.uid,
                      self.gid, self.mode, acl, label)
-        return path
+        return made
 
     def _apply_acl(self, path):
         """Access and default ACL with the named entries (D1's aclUsers), so

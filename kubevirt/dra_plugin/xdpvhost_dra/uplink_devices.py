@@ -72,3 +72,13 @@ def from_uplinks(uplinks, default_mtu, warned=None):
                                     interface=interface, mtu=max(MIN_MTU, min(mtu, top)),
                                     max_mtu=top, link=link))
     return devices
+
+
+def by_device_name(devices, slots):
+    """{ResourceSlice device name: UplinkDevice}: each uplink's shared device
+    and its first `slots` port slots. A shared device's name that is also
+    another uplink's slot name (an uplink named like "up0-s1") means the
+    uplink of that name."""
+    out = {names.slot_device_name(d.uplink, i): d for d in devices for i in range(slots)}
+    out.update({d.device: d for d in devices})
+    return out

@@ -89,6 +89,39 @@ def slice_prose_errors(obj):
     return errors
 
 
+class _Response:
+    def __init__(self, obj):
+        self.data = json.dumps(obj)
+
+
+def event_errors(obj):
+    """A core/v1 Event against the official python client's model of it
+    (kubernetes.client.CoreV1Event, generated from the API's OpenAPI): no
+    field the model lacks, at any depth; the required ones present;
+    timestamps that parse; a type the API knows."""
+    from kubernetes import client
+    errors = []
+
+    def known(value, model, path):
+        cls = getattr(client, model)
+        fields = {json_name: attr for attr, json_name in cls.attribute_map.items()}
+        for k, v in value.items():
+            if k not in fields:
+                errors.append(f"{path}{k}: not a field of {model}")
+                continue
+            kind = cls.openapi_types[fields[k]]
+            if hasattr(client, kind) and isinstance(v, dict):
+                known(v, kind, f"{path}{k}.")
+    known(obj, "CoreV1Event", "")
+    try:
+        client.ApiClient().deserialize(_Response(obj), "CoreV1Event")
+    except Exception as e:  # ValueError (a required field), ApiException (a timestamp)
+        errors.append(f"CoreV1Event: {e}")
+    if obj.get("type") not in ("Normal", "Warning"):
+        errors.append(f"type {obj.get('type')!r}: Normal or Warning")
+    return errors
+
+
 def node(name):
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": str(uuid.uuid4()), "labels": {"kubernetes.io/hostname": name}}}

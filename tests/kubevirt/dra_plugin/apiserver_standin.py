@@ -4,9 +4,9 @@ none). It is the only thing in the suite that is not the real component.
 
 It serves recorded API objects in the API server's JSON format for the few
 REST paths the plugin uses (ResourceClaims and their status, ResourceSlices,
-one Node, Pods, KubeVirt's VirtualMachineInstances), answers GET/POST/PUT/PATCH/DELETE the way the API server
+one Node, Pods, KubeVirt's VirtualMachineInstances, Events), answers GET/POST/PUT/PATCH/DELETE the way the API server
 does for those (generateName, uid, resourceVersion and optimistic
-concurrency, fieldSelector on spec.nodeName/spec.driver, 404 and 409 as
+concurrency, dryRun=All on create, fieldSelector on spec.nodeName/spec.driver, 404 and 409 as
 Status objects, list items without kind and apiVersion; ResourceSlices
 stored as the server stores them, by its feature gates: apiserver_slices.py;
 given the plugin's ClusterRole, every request authorized by it as the API
@@ -19,9 +19,7 @@ validation — the test does the validating.
 The plugin reaches it through the official Kubernetes python client, with
 a kubeconfig file written by kubeconfig()."""
 
-import ctypes
 import json
-import os
 import re
 import socket
 import sys
@@ -31,48 +29,30 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from apiserver_slices import DEFAULT_GATES, stored_slice
+from xvtest import netns as netns_lib
 
-_CLONE_NEWNET = 0x40000000
 _RESOURCE = re.compile(r"^/apis/(?:resource\.k8s\.io|kubevirt\.io)/v1/(?:namespaces/(?P<ns>[^/]+)/)?"
                        r"(?P<plural>resourceclaims|resourceslices|virtualmachineinstances)"
                        r"(?:/(?P<name>[^/]+))?(?P<sub>/status)?$")
 _CORE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<plural>nodes|pods)/(?P<name>[^/]+)$")
+_EVENTS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<plural>events)(?:/(?P<name>[^/]+))?$")
 _KINDS = {"resourceclaims": ("ResourceClaim", "resource.k8s.io/v1"),
           "resourceslices": ("ResourceSlice", "resource.k8s.io/v1"),
           "virtualmachineinstances": ("VirtualMachineInstance", "kubevirt.io/v1"),
-          "nodes": ("Node", "v1"), "pods": ("Pod", "v1")}
+          "nodes": ("Node", "v1"), "pods": ("Pod", "v1"), "events": ("Event", "v1")}
 
 
 def _listening_socket(netns):
     """A TCP socket on 127.0.0.1 (any port), made inside network namespace
-    netns (a thread enters it: setns changes only the calling thread), so
-    that a plugin running in that namespace reaches it on its loopback."""
-    result = {}
-
+    netns, so that a plugin running in that namespace reaches it on its
+    loopback."""
     def make():
-        try:
-            if netns:
-                libc = ctypes.CDLL(None, use_errno=True)
-                fd = os.open(f"/run/netns/{netns}", os.O_RDONLY)
-                try:
-                    if libc.setns(fd, _CLONE_NEWNET) != 0:
-                        raise OSError(ctypes.get_errno(), f"setns {netns}")
-                finally:
-                    os.close(fd)
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", 0))
-            s.listen(16)
-            result["socket"] = s
-        except Exception as e:  # reported to the caller
-            result["error"] = e
-
-    t = threading.Thread(target=make)
-    t.start()
-    t.join()
-    if "error" in result:
-        raise result["error"]
-    return result["socket"]
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        return s
+    return netns_lib.in_netns(netns, make)
 
 
 class _Server(ThreadingHTTPServer):
@@ -229,7 +209,7 @@ class RecordedApiServer:
 
     def _serve(self, h, method, path, query, body):
         """Runs under self.lock; returns (status, object)."""
-        m = _RESOURCE.match(path) or _CORE.match(path)
+        m = _RESOURCE.match(path) or _CORE.match(path) or _EVENTS.match(path)
         if not m:
             return h._status(404, "NotFound", f"the server could not find the requested resource ({path})")
         plural, ns, name = m.group("plural"), m.group("ns") or "", m.group("name")
@@ -278,8 +258,10 @@ class RecordedApiServer:
                     except ValueError as e:
                         return h._status(422, "Invalid", str(e))
                 meta["uid"] = str(uuid.uuid4())
-                meta["resourceVersion"] = self._next_rv()
                 meta["creationTimestamp"] = "2026-01-01T00:00:01Z"
+                if query.get("dryRun") == "All":  # every stage but the storing
+                    return 201, obj
+                meta["resourceVersion"] = self._next_rv()
                 self.objects[(plural, ns, meta["name"])] = obj
                 return 201, obj
             return h._status(405, "MethodNotAllowed", f"{method} on a collection")

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -37,6 +38,7 @@ PYTHON = "/usr/bin/python3"  # Debian's: python3-grpcio and python3-kubernetes l
 DRIVER = "xdpvhost.io"
 NODE_NAME = "node-a"
 PREFIX = "xvdra-"
+METRICS_PORT = 19478  # the plugin's --metrics-listen, on the node namespace's loopback
 NODE_IF, PEER_IF = "xvdra-n0", "xvdra-p0"
 UPLINK_MTU = 1400
 PEER_IP = "10.77.13.1"
@@ -122,7 +124,8 @@ class Plugin:
                     "--kubelet-root", self.kubelet_root, "--control-socket", control_socket,
                     "--socket-root", self.socket_root, "--cdi-root", self.cdi_root,
                     "--state-dir", self.state_dir, "--node-name", NODE_NAME,
-                    "--kubeconfig", kubeconfig, "--reconcile-interval", "0.5", *extra]
+                    "--kubeconfig", kubeconfig, "--reconcile-interval", "0.5",
+                    "--metrics-listen", f"127.0.0.1:{METRICS_PORT}", *extra]
         self.proc = None
         self.starts = 0
 
@@ -215,6 +218,36 @@ class Plugin:
             r = grpc_module.DRAPluginStub(ch).NodeUnprepareResources(
                 pb2.NodeUnprepareResourcesRequest(claims=self._claims(claims, pb2)), timeout=timeout)
         return dict(r.claims)
+
+
+def scrape(net, source="127.0.0.1"):
+    """The plugin's /metrics, fetched from inside the node's namespace
+    (from address `source`: any of 127/8) and parsed by prometheus_client's
+    parser: {(sample name, ((label, value), ...)): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def get():
+        with socket.create_connection(("127.0.0.1", METRICS_PORT), timeout=10,
+                                      source_address=(source, 0)) as s:
+            s.sendall(b"GET /metrics HTTP/1.0\r\nHost: node\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return data
+                data += chunk
+    raw = netns.in_netns(net.node, get)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.0 200"):
+        raise RuntimeError(f"scrape: {head[:200]!r}")
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(body.decode()) for s in family.samples}
+
+
+def connect_idle(net, source):
+    """A connection to the plugin's metrics port from `source` that sends nothing."""
+    return netns.in_netns(net.node, lambda: socket.create_connection(
+        ("127.0.0.1", METRICS_PORT), timeout=10, source_address=(source, 0)))
 
 
 def plugin_cluster_role():

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -117,6 +118,10 @@ class PluginTestCase(unittest.TestCase):
                   file=sys.stderr)
 
     # ---- helpers -----------------------------------------------------------
+    def metric(self, name, **labels):
+        """One sample of the plugin's /metrics (None if absent)."""
+        return lab.scrape(self.net).get((name, tuple(sorted(labels.items()))))
+
     def wait_passes(self, n, timeout=60):
         """Until the plugin has made `n` more reconcile passes (each lists
         this node's ResourceSlices once)."""
@@ -172,6 +177,9 @@ class PluginTestCase(unittest.TestCase):
         sent = self.api.sent("POST") + self.api.sent("PUT") + self.api.sent("PATCH")
         for r in sent:
             body = r["body"]
+            if body.get("kind") == "Event":
+                self.assertEqual(objs.event_errors(body), [], f"{r['method']} {r['path']}")
+                continue
             errors = objs.schema_errors(body)
             if body.get("kind") == "ResourceSlice":
                 errors += objs.slice_prose_errors(body)
@@ -322,6 +330,10 @@ class ResourceSlices(PluginTestCase):
         })
         self.assertEqual(d["capacity"], {"xdpvhost.io/ports": {
             "value": "256", "requestPolicy": {"default": "1", "validRange": {"min": "1", "step": "1"}}}})
+        # Device mode auto asked the server once (a dry run: nothing stored)
+        # and, as it keeps a shared device, had nothing to tell the operator.
+        self.assertEqual(len(dry_runs(self.api)), 1)
+        self.assertEqual(self.api.of("events"), [])
 
     def test_new_uplink_updates_the_slice_and_a_deleted_slice_comes_back(self):
         first = self.published_slice()
@@ -399,10 +411,22 @@ class SlicesWithoutConsumableCapacity(SliceInSync, PluginTestCase):
 
     tag = "s135"
     feature_gates = KUBE_1_35_GATES
-    plugin_args = ("--ports-capacity", "1000")
+    plugin_args = ("--ports-capacity", "1000", "--device-mode", "shared")
 
     def test_dropped_fields_are_reported_once_and_the_slice_is_not_rewritten(self):
         s = self.check_left_alone()
+        self.assertEqual(dry_runs(self.api), [], "device mode shared asks nothing")
+        self.assert_sent_objects_valid()
+        events = self.api.of("events")
+        self.assertEqual([(e["type"], e["reason"]) for e in events],
+                         [("Warning", "ResourceSliceFieldsDropped")])
+        self.assertIn("DRAConsumableCapacity", events[0]["message"])
+        m = lab.scrape(self.net)
+        dropped = {k[1]: v for k, v in m.items() if k[0] == "xdpvhost_dra_slice_dropped_fields"}
+        self.assertEqual(dropped, {
+            (("field", "allowMultipleAllocations"), ("gate", "DRAConsumableCapacity")): 1,
+            (("field", "capacity.xdpvhost.io/ports.requestPolicy"), ("gate", "DRAConsumableCapacity")): 1})
+        self.assertEqual(m[("xdpvhost_dra_device_mode", (("mode", "shared"),))], 1)
         d = s["spec"]["devices"][0]
         self.assertNotIn("allowMultipleAllocations", d)
         self.assertEqual(d["capacity"], {"xdpvhost.io/ports": {"value": self.capacity}})
@@ -413,6 +437,137 @@ class SlicesWithoutConsumableCapacity(SliceInSync, PluginTestCase):
         self.assertIn("feature gate DRAConsumableCapacity off", log)
         self.check_restart_leaves_it_alone()
         self.assertEqual(self.plugin.tail(400).count("does not keep"), 2, "reported once per start")
+        self.assertEqual(len(self.api.of("events")), 2)
+
+
+@needs_root()
+class SlotsWithoutConsumableCapacity(SliceInSync, PluginTestCase):
+    """Kubernetes 1.34 and 1.35 defaults, device mode auto (the default):
+    a dry-run create shows the plugin that the API server does not keep a
+    shared device, so it publishes each uplink as --ports-per-uplink
+    devices of one port, which a scheduler without DRAConsumableCapacity
+    allocates one claim each: the second VM on the uplink gets a device of
+    its own instead of staying Pending. The plugin says so once per start,
+    in its log and in a Warning Event on the Node."""
+
+    tag = "slot135"
+    feature_gates = KUBE_1_35_GATES
+    plugin_args = ("--ports-per-uplink", "4")
+
+    def test_each_vm_on_the_uplink_gets_a_device_of_its_own(self):
+        s = self.check_left_alone()
+        devices = s["spec"]["devices"]
+        self.assertEqual([d["name"] for d in devices], ["up0-s0", "up0-s1", "up0-s2", "up0-s3"])
+        for i, d in enumerate(devices):
+            self.assertNotIn("allowMultipleAllocations", d)
+            self.assertNotIn("capacity", d)
+            self.assertEqual(d["attributes"]["xdpvhost.io/slot"], {"int": i})
+            self.assertEqual(d["attributes"]["xdpvhost.io/uplink"], {"string": "up0"})
+            self.assertEqual(d["attributes"]["xdpvhost.io/mtu"], {"int": lab.UPLINK_MTU})
+        self.assert_sent_objects_valid()
+        self.assertEqual(len(dry_runs(self.api)), 1)
+        self.assertNotIn("does not keep", self.plugin.tail(400))
+        events = self.api.of("events")
+        self.assertEqual([(e["type"], e["reason"]) for e in events], [("Warning", "PortSlotDevices")])
+        self.assertEqual(events[0]["involvedObject"]["uid"], self.node["metadata"]["uid"])
+        m = lab.scrape(self.net)
+        self.assertEqual((m[("xdpvhost_dra_device_mode", (("mode", "slots"),))],
+                          m[("xdpvhost_dra_device_mode", (("mode", "shared"),))]), (1, 0))
+        self.assertFalse([k for k in m if k[0] == "xdpvhost_dra_slice_dropped_fields"])
+        # Two VMs' claims, each allocated a slot as such a scheduler leaves
+        # them (no shareID, no consumed capacity): both prepared on up0.
+        sockets = set()
+        for i, vm in enumerate(("vm1", "vm2")):
+            c, _ = self.seed_vm(claim_name=f"claim-{vm}", vm=vm, results=[{
+                "request": "vhost-port", "driver": "xdpvhost.io", "pool": lab.NODE_NAME,
+                "device": f"up0-s{i}"}])
+            uid = c["metadata"]["uid"]
+            answer = self.plugin.prepare(objs.ref(c))[uid]
+            self.assertEqual(answer.error, "")
+            self.assertEqual(answer.devices[0].device_name, f"up0-s{i}")
+            status = self.api.get("resourceclaims", f"claim-{vm}", NS)["status"]["devices"][0]
+            self.assertNotIn("shareID", status)
+            sockets.add(status["data"]["socket"]["hostPath"])
+        ports = [p for p in self.daemon.call("port.list") if p["socket"] in sockets]
+        self.assertEqual(len(ports), 2, self.daemon.call("port.list"))
+        self.assertEqual({self.daemon.call("port.get", name=p["name"])["uplink"] for p in ports}, {"up0"})
+        self.assert_sent_objects_valid()
+        self.check_restart_leaves_it_alone()
+        self.assertEqual(len(self.api.of("events")), 2, "reported once per start")
+
+
+class DeviceModeChoice(unittest.TestCase):
+    """Device mode auto follows the API server: slots while it drops a
+    shared device's fields, shared once it keeps them (the gate turned on
+    and the server restarted), asked again every AUTO_RECHECK_S; and the
+    asking, as a periodic path, holds nothing over 2000 passes. The
+    publisher runs in this process against the stand-in, with a clock the
+    test moves."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(lab.ROOT, "kubevirt", "dra_plugin"))
+        self.addCleanup(sys.path.remove, sys.path[0])
+        self.dir = lab.make_workdir("mode")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.api = RecordedApiServer(feature_gates=KUBE_1_35_GATES,
+                                     cluster_role=lab.plugin_cluster_role()).start()
+        self.addCleanup(self.api.stop)
+        self.node = self.api.add(objs.node(lab.NODE_NAME))
+
+    def test_slots_until_the_server_keeps_a_shared_device(self):
+        from xdpvhost_dra import kube_api, node_events, resource_slice
+        from xdpvhost_dra.uplink_devices import UplinkDevice
+        now = [0.0]
+        api = kube_api.KubeApi(self.api.kubeconfig(os.path.join(self.dir, "kubeconfig")))
+        publisher = resource_slice.SlicePublisher(api, node_events.Node(api, lab.NODE_NAME), 256,
+                                                  resource_slice.AUTO, 4, clock=lambda: now[0])
+        uplinks = [UplinkDevice(device="up0", uplink="up0", interface="eth1", mtu=1500, max_mtu=1774),
+                   UplinkDevice(device="up1", uplink="up1", interface="eth2", mtu=1500, max_mtu=1774)]
+
+        def devices():
+            return [d["name"] for d in self.api.of("resourceslices")[0]["spec"]["devices"]]
+        self.assertEqual(publisher.publish(uplinks), "created")
+        self.assertEqual(devices(), [f"up{u}-s{i}" for u in (0, 1) for i in range(4)])
+        # The API server restarted with DRAConsumableCapacity on: taken up
+        # at the next asking, not before.
+        self.api.feature_gates = dict(self.api.feature_gates, DRAConsumableCapacity=True)
+        now[0] += resource_slice.AUTO_RECHECK_S - 1
+        self.assertEqual(publisher.publish(uplinks), "unchanged")
+        now[0] += 1
+        self.assertEqual(publisher.publish(uplinks), "updated")
+        self.assertEqual(devices(), ["up0", "up1"])
+        stored = self.api.of("resourceslices")[0]
+        self.assertIs(stored["spec"]["devices"][0]["allowMultipleAllocations"], True)
+        self.assertEqual(stored["spec"]["pool"]["generation"], 2)
+        events = self.api.of("events")
+        self.assertEqual([(e["type"], e["reason"]) for e in events],
+                         [("Warning", "PortSlotDevices"), ("Normal", "SharedDevices")])
+        from xdpvhost_dra import plugin_metrics
+        mode = plugin_metrics.REGISTRY.get_sample_value
+        self.assertEqual((mode("xdpvhost_dra_device_mode", {"mode": "shared"}),
+                          mode("xdpvhost_dra_device_mode", {"mode": "slots"})), (1, 0))
+        for e in events:
+            self.assertEqual(objs.event_errors(e), [], e)
+        # 2000 passes, one asking in every other: nothing written, nothing held.
+        writes = len(self.api.sent("PUT")) + len(self.api.sent("POST"))
+        fds = procfs.resources(os.getpid())["fd_kinds"]
+        for _ in range(2000):
+            now[0] += resource_slice.AUTO_RECHECK_S / 2
+            self.assertEqual(publisher.publish(uplinks), "unchanged")
+        self.assertEqual(len(dry_runs(self.api)), 1 + 1 + 1000)
+        self.assertEqual(len(self.api.sent("PUT")) + len(self.api.sent("POST")), writes + 1000)
+        self.assertEqual(procfs.resources(os.getpid())["fd_kinds"], fds)
+        self.assertEqual(len(self.api.of("events")), 2)
+        # Thirty uplinks: slots within the slice's 64, said once.
+        many = [UplinkDevice(device=f"u{i}", uplink=f"u{i}", interface="", mtu=1500, max_mtu=1774)
+                for i in range(30)]
+        self.api.feature_gates = dict(self.api.feature_gates, DRAConsumableCapacity=False)
+        now[0] += resource_slice.AUTO_RECHECK_S
+        with self.assertLogs("xdpvhost-dra.slice", "WARNING") as logs:
+            self.assertEqual(publisher.publish(many), "updated")
+            self.assertEqual(publisher.publish(many), "unchanged")
+        self.assertEqual(len(devices()), 60)
+        self.assertEqual(sum("2 port slots each" in line for line in logs.output), 1, logs.output)
 
 
 @needs_root()
@@ -467,6 +622,24 @@ class SlicesOfADownUplinkWithoutDeviceTaints(PluginTestCase):
                          first["metadata"]["resourceVersion"])
 
 
+def least_of_looks(pid):
+    """fds per kind and RssAnon, the least of ten looks: a reconcile pass
+    holds a connection or two between plugin and daemon while it runs (one
+    every few ms), and a leak raises the least too."""
+    looks = []
+    for _ in range(10):
+        looks.append(procfs.resources(pid))
+        time.sleep(0.013)
+    kinds = {k for r in looks for k in r["fd_kinds"]}
+    least = {k: min(r["fd_kinds"].get(k, 0) for r in looks) for k in kinds}
+    # A kind held only while a pass runs (a sysfs read) is none held.
+    return ({k: n for k, n in least.items() if n > 0}, min(r["anon_kb"] for r in looks))
+
+
+def dry_runs(api):
+    return [r for r in api.sent("POST", r"/resourceslices$") if r["query"].get("dryRun") == "All"]
+
+
 class PluginRole(unittest.TestCase):
     """The ClusterRole the plugin is deployed with grants the requests it
     makes and no more (every other test runs the plugin against a stand-in
@@ -479,7 +652,7 @@ class PluginRole(unittest.TestCase):
         granted += [("resource.k8s.io", "resourceclaims", "get", "c"),
                     ("resource.k8s.io", "resourceclaims/status", "update", "c"),
                     ("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "xdpvhost.io"),
-                    ("", "nodes", "get", "n"), ("", "pods", "get", "p"),
+                    ("", "nodes", "get", "n"), ("", "pods", "get", "p"), ("", "events", "create", None),
                     ("kubevirt.io", "virtualmachineinstances", "get", "vm")]
         for g in granted:
             self.assertTrue(_allows(role, *g), g)
@@ -488,6 +661,7 @@ class PluginRole(unittest.TestCase):
         refused += [("resource.k8s.io", "resourceclaims/status", v, "c") for v in ("get", "patch")]
         refused += [("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "other.io"),
                     ("", "nodes", "list", None), ("", "pods", "list", None), ("", "secrets", "get", "s"),
+                    ("", "events", "update", "e"), ("", "events", "list", None),
                     ("kubevirt.io", "virtualmachineinstances", "list", None)]
         for r in refused:
             self.assertFalse(_allows(role, *r), r)
@@ -714,6 +888,83 @@ class PortLifecycle(PluginTestCase):
             if e.code == -32002:  # not_found
                 return None
             raise
+
+    def test_metrics_count_calls_errors_and_repairs(self):
+        def calls(call, result):
+            return self.metric("xdpvhost_dra_call_seconds_count", call=call, result=result)
+        # Every series from the start, at 0.
+        for reason in ("claim", "vmi", "api_server", "daemon_unavailable", "daemon_refused", "internal"):
+            self.assertEqual(self.metric("xdpvhost_dra_call_errors_total", call="prepare", reason=reason), 0)
+        self.assertEqual(self.metric("xdpvhost_dra_reconcile_repairs_total", what="port"), 0)
+        self.assertEqual(self.metric("xdpvhost_dra_device_mode", mode="shared"), 1)
+        self.published_slice()
+        self.assertEqual(self.metric("xdpvhost_dra_slice_writes_total", action="created"), 1)
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        self.assertEqual(self.plugin.prepare(objs.ref(c))[uid].error, "")
+        bad = self.seed_claim("elsewhere", device="up9")
+        self.assertIn("is not an uplink", self.plugin.prepare(objs.ref(bad))[bad["metadata"]["uid"]].error)
+        self.assertEqual((calls("prepare", "ok"), calls("prepare", "error")), (1, 1))
+        self.assertEqual(self.metric("xdpvhost_dra_call_errors_total", call="prepare", reason="claim"), 1)
+        self.assertEqual(self.metric("xdpvhost_dra_prepared_claims"), 1)
+        # The daemon loses the port: the next pass puts it back, counted.
+        port = [p for p in self.daemon.call("port.list") if p["name"].startswith("dra-")][0]["name"]
+        self.daemon.call("port.remove", name=port)
+        lab.wait_until(lambda: self.metric("xdpvhost_dra_reconcile_repairs_total", what="port") == 1,
+                       timeout=20, what="the repair counted")
+        self.assertEqual(self.metric("xdpvhost_dra_reconcile_failures_total"), 0)
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+        self.assertEqual(calls("unprepare", "ok"), 1)
+        self.assertEqual(self.metric("xdpvhost_dra_prepared_claims"), 0)
+
+    def test_no_pod_locks_the_metrics_port(self):
+        """With hostNetwork every pod on the node reaches the port. Sixteen
+        idle connections from four addresses take none of it from a
+        scraper at a fifth: newcomers evict the longest open, two per
+        address, eight in all, so the plugin's threads stay bounded. Then
+        2000 scrapes, the path Prometheus takes for months, hold nothing."""
+        pid = self.plugin.proc.pid
+
+        def threads():
+            return len(os.listdir(f"/proc/{pid}/task"))
+        lab.scrape(self.net)
+        before = threads()
+        held = [lab.connect_idle(self.net, f"127.0.0.{2 + i % 4}") for i in range(16)]
+        try:
+            start = time.monotonic()
+            m = lab.scrape(self.net, source="127.0.0.9")
+            took = time.monotonic() - start
+            self.assertIn(("xdpvhost_dra_prepared_claims", ()), m)
+            self.assertLessEqual(threads(), before + 8)
+            # Each address kept its two newest; an evicted one reads end of file.
+            ends = 0
+            for h in held:
+                h.settimeout(0.2)
+                try:
+                    ends += h.recv(1) == b""
+                except socket.timeout:
+                    pass  # still held
+                except ConnectionResetError:
+                    ends += 1
+            self.assertGreaterEqual(ends, 8, "the oldest connections were not evicted")
+        finally:
+            for h in held:
+                h.close()
+        print(f"\nscrape with 16 idle connections held: {took * 1000:.1f} ms", file=sys.stderr)
+        lab.wait_until(lambda: threads() <= before, timeout=15, what="the connections' threads gone")
+        for _ in range(200):
+            lab.scrape(self.net)
+        first = least_of_looks(pid)
+        start = time.monotonic()
+        for _ in range(2000):
+            lab.scrape(self.net)
+        took = time.monotonic() - start
+        last = least_of_looks(pid)
+        print(f"2000 scrapes in {took:.1f} s; plugin fds {first[0]} -> {last[0]}, RssAnon {first[1]} -> "
+              f"{last[1]} kB", file=sys.stderr)
+        self.assertEqual(last[0], first[0], "the plugin's fds")
+        self.assertLess(last[1] - first[1], 1024, "the plugin's heap grew")
+        lab.wait_until(lambda: threads() <= before, timeout=15, what="the scrapes' threads gone")
 
     def test_prepare_then_unprepare(self):
         self.published_slice()
@@ -956,19 +1207,6 @@ class PortLifecycle(PluginTestCase):
         self.plugin.start()
         done = lambda: self.plugin.tail(10 ** 6).count("reconciled 1 prepared claim(s), 0 failed")  # noqa: E731
 
-        def least_of_looks(pid):
-            """fds per kind and RssAnon, the least of ten looks: a pass holds
-            a connection or two between plugin and daemon while it runs (one
-            every few ms), and a leak raises the least too."""
-            looks = []
-            for _ in range(10):
-                looks.append(procfs.resources(pid))
-                time.sleep(0.013)
-            kinds = {k for r in looks for k in r["fd_kinds"]}
-            least = {k: min(r["fd_kinds"].get(k, 0) for r in looks) for k in kinds}
-            # A kind held only while a pass runs (a sysfs read) is none held.
-            return ({k: n for k, n in least.items() if n > 0}, min(r["anon_kb"] for r in looks))
-
         def plugin_resources():
             return least_of_looks(self.plugin.proc.pid)
 
@@ -1073,7 +1311,8 @@ class GuestTraffic(PluginTestCase):
 
 
 SUITES = {"base": [MacRules, QueueLimit, PluginRole, StandinQuantities, Registration, ResourceSlices,
-                   SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity, SlicesOfADownUplink,
+                   SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity,
+                   SlotsWithoutConsumableCapacity, DeviceModeChoice, SlicesOfADownUplink,
                    SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors],
           "ports": [PortLifecycle],
           "guest": [GuestTraffic]}

@@ -254,8 +254,15 @@ class Rendering(unittest.TestCase):
         # ...and the plugin's own parser takes them (kubevirt/dra_plugin)
         sys.path.insert(0, os.path.join(ROOT, "kubevirt", "dra_plugin"))
         from xdpvhost_dra import options
-        parsed = options.parse([a.replace("$(NODE_NAME)", "node-a") for a in plugin["args"]])
+        parsed = options.parse([a.replace("$(NODE_NAME)", "node-a").replace("$(NODE_IP)", "fd00::7")
+                                for a in plugin["args"]])
         self.assertEqual(parsed.control_socket, config["control"]["socket"])
+        # The plugin's metrics on the node's address (an IPv6 one too), at
+        # the port the pod names for the PodMonitor.
+        self.assertEqual(parsed.metrics_listen, "fd00::7:9478")
+        self.assertEqual([p["containerPort"] for p in plugin["ports"] if p["name"] == "dra-metrics"], [9478])
+        self.assertEqual({e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in plugin["env"]},
+                         {"NODE_NAME": "spec.nodeName", "NODE_IP": "status.hostIP"})
         uid = daemon["securityContext"]["runAsUser"]
         self.assertIn(f"u:{uid}", args.get("--socket-acl", "").split(","),
                       "the daemon's uid needs the ACL on QEMU's socket")
@@ -281,6 +288,7 @@ class Rendering(unittest.TestCase):
                          ds["spec"]["selector"]["matchLabels"])
         ports = {p["name"] for c in ds["spec"]["template"]["spec"]["containers"]
                  for p in c.get("ports", [])}
+        self.assertEqual({ep["port"] for ep in pm["spec"]["podMetricsEndpoints"]}, {"metrics", "dra-metrics"})
         for ep in pm["spec"]["podMetricsEndpoints"]:
             self.assertIn(ep["port"], ports)
             self.assertTrue(ep["honorLabels"])
@@ -343,6 +351,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def scrape_plugin():
+    """Families and labels (as scrape_daemon) of the DRA plugin's metrics,
+    served by its own server in this process."""
+    sys.path.insert(0, os.path.join(ROOT, "kubevirt", "dra_plugin"))
+    from xdpvhost_dra import metrics_server, plugin_metrics
+    server = metrics_server.MetricsServer(f"127.0.0.1:{free_port()}", plugin_metrics.REGISTRY).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        return parse_exposition(urllib.request.urlopen(url, timeout=5).read().decode())
+    finally:
+        server.stop()
+
+
 def scrape_daemon():
     """Families {name: type}, and {family: {label: {values}}} of a real
     xdpvhostd with one guest port and no uplink."""
@@ -374,6 +395,10 @@ def scrape_daemon():
         proc.wait(10)
         log.close()
         shutil.rmtree(work)
+    return parse_exposition(text)
+
+
+def parse_exposition(text):
     families, labels = {}, {}
     for line in text.splitlines():
         m = re.match(r"# TYPE (\S+) (\S+)", line)
@@ -434,6 +459,9 @@ class Metrics(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.families, cls.labels = scrape_daemon()
+        plugin_families, plugin_labels = scrape_plugin()
+        cls.families.update(plugin_families)
+        cls.labels.update(plugin_labels)
         cls.documented = documented_labels()
 
     def family_of(self, name):

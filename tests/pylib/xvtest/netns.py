@@ -2,11 +2,44 @@
 build their own networks (tests/control, tests/e2e, tests/kubevirt, bench):
 run a command (argv, no shell) with its output captured, run it inside a
 namespace, create and delete namespaces, join two with a veth pair, find
-those a killed run left behind, and keep bpffs mounted for a command that
-`ip netns exec` starts."""
+those a killed run left behind, keep bpffs mounted for a command that
+`ip netns exec` starts, and make sockets inside a namespace from this
+process (in_netns)."""
 
+import ctypes
 import os
 import subprocess
+import threading
+
+_CLONE_NEWNET = 0x40000000
+
+
+def in_netns(ns, fn):
+    """fn() run by a thread that entered network namespace ns (setns changes
+    only the calling thread), and its result: a socket made there stays
+    in ns. ns None: this process's namespace."""
+    result = {}
+
+    def enter_and_run():
+        try:
+            if ns:
+                libc = ctypes.CDLL(None, use_errno=True)
+                fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+                try:
+                    if libc.setns(fd, _CLONE_NEWNET) != 0:
+                        raise OSError(ctypes.get_errno(), f"setns {ns}")
+                finally:
+                    os.close(fd)
+            result["value"] = fn()
+        except Exception as e:  # raised in the caller's thread
+            result["error"] = e
+
+    t = threading.Thread(target=enter_and_run)
+    t.start()
+    t.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 def run(*cmd, check=True, timeout=60):
