@@ -89,8 +89,9 @@ def parser():
                         "default POSIX ACL (for a daemon that is neither root nor the owner); "
                         "default: none")
     p.add_argument("--selinux-label", default="system_u:object_r:container_file_t:s0", metavar="LABEL",
-                   help="SELinux label of the socket directories where SELinux is enabled; empty: "
-                        "none (default: %(default)s)")
+                   help="SELinux label of the socket directories where the host labels its files "
+                        "(the socket root has a label, or selinuxfs is mounted); empty: none "
+                        "(default: %(default)s)")
     p.add_argument("--container-socket-root", default="/var/run/xdpvhost", metavar="DIR",
                    help="inside the VM's pod, a claim request's directory is "
                         "DIR/<pod claim name>/<request> (default: %(default)s)")

@@ -1,6 +1,14 @@
 """Per-claim socket directories under --socket-root: made with the owner,
 mode and SELinux label QEMU in the VM's pod needs (it creates vhost.sock
-there, as the vhost-user server), and removed again."""
+there, as the vhost-user server), and removed again.
+
+Whether to label is decided from the host, not from what libselinux in
+this container says (in a Debian image without selinuxfs it says
+"disabled" on an enforcing RHCOS node, and QEMU then cannot create its
+socket): a host whose files carry SELinux labels gives the socket root
+one too (every file of an SELinux host has one), and a host with selinuxfs
+mounted here labels. The label is written as libselinux's lsetfilecon
+writes it: the security.selinux extended attribute, NUL-terminated."""
 
 import errno
 import logging
@@ -8,10 +16,6 @@ import os
 import shutil
 import stat
 
-try:
-    import selinux  # python3-selinux (libselinux)
-except ImportError:  # pragma: no cover - bootstrap installs it
-    selinux = None
 try:
     import posix1e  # python3-pylibacl (libacl)
 except ImportError:  # pragma: no cover - bootstrap installs it
@@ -27,10 +31,37 @@ class SocketDirError(RuntimeError):
     pass
 
 
-def selinux_enabled():
-    if selinux is not None:
-        return bool(selinux.is_selinux_enabled())
-    return os.path.exists("/sys/fs/selinux/enforce")
+SELINUX_XATTR = "security.selinux"
+_NO_XATTR = (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP)
+
+
+def selinux_label_of(path):
+    """The SELinux label `path` carries (security.selinux), or None."""
+    try:
+        return os.getxattr(path, SELINUX_XATTR, follow_symlinks=False).rstrip(b"\0").decode()
+    except OSError as e:
+        if e.errno in _NO_XATTR:
+            return None
+        raise
+
+
+def _selinuxfs_mounted(mounts="/proc/self/mounts"):
+    try:
+        with open(mounts) as f:
+            return any(len(fields) > 2 and fields[2] == "selinuxfs" for fields in map(str.split, f))
+    except OSError:
+        return False
+
+
+def host_labels_files(path):
+    """Why the host labels files (a reason to show), or None: `path`, a
+    directory of the host, has a label, or selinuxfs is mounted here."""
+    label = selinux_label_of(path)
+    if label:
+        return f"the host labels its files ({path}: {label})"
+    if _selinuxfs_mounted():
+        return "selinuxfs is mounted"
+    return None
 
 
 def _bits(b):
@@ -54,6 +85,7 @@ class SocketDirs:
         self.selinux_label = selinux_label
         self.acl = acl_text(mode, list(acl))
         self.acl_entries = list(acl)
+        self._host_selinux = None  # host_labels_files(root), asked at the first directory
 
     def path(self, key):
         return os.path.join(self.root, key)
@@ -112,20 +144,23 @@ class SocketDirs:
     def _label(self, path):
         if not self.selinux_label:
             return "no SELinux label configured"
-        if not selinux_enabled():
-            return "SELinux not enabled on this host: not labelled"
-        if selinux is None:
-            raise SocketDirError(f"{path}: SELinux is enabled but python3-selinux is not installed")
+        if self._host_selinux is None:
+            self._host_selinux = host_labels_files(self.root) or ""
+            log.info("SELinux: %s", f"{self._host_selinux}: socket directories get label "
+                     f"{self.selinux_label}" if self._host_selinux else
+                     f"{self.root} has no label and selinuxfs is not mounted: the host does not "
+                     "label files, nor do we")
+        if not self._host_selinux:
+            return "the host does not label files: not labelled"
         try:
-            current = selinux.lgetfilecon(path)[1]
-        except OSError:
-            current = None
-        if current != self.selinux_label:
-            try:
-                selinux.lsetfilecon(path, self.selinux_label)
-            except OSError as e:
-                raise SocketDirError(f"{path}: setting SELinux label {self.selinux_label}: "
-                                     f"{e.strerror or e}") from e
+            if selinux_label_of(path) != self.selinux_label:
+                os.setxattr(path, SELINUX_XATTR, self.selinux_label.encode() + b"\0",
+                            follow_symlinks=False)
+        except OSError as e:
+            if e.errno in _NO_XATTR:  # the filesystem's mount gives every file its context
+                return f"SELinux label not set: {os.strerror(e.errno)} on this filesystem"
+            raise SocketDirError(f"{path}: setting SELinux label {self.selinux_label}: "
+                                 f"{e.strerror or e}") from e
         return f"SELinux label {self.selinux_label}"
 
     def remove(self, key):
