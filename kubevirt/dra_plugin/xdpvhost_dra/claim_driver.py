@@ -162,6 +162,9 @@ class ClaimDriver:
                                  self.o.plugin_dir, self.o.cdi_root)
         vm, vmi = self._launcher(claim, namespace)
         record["vm"] = vm
+        pod = claim_plan.reserving_pod(claim)
+        if pod is not None:  # socket_watch reads it while the VM's socket is missing
+            record["pod"] = {"name": pod[0], "uid": pod[1]}
         for p in record["ports"]:
             p["mac"] = self._port_mac(record, p, vmi)
         record["phase"] = "preparing"

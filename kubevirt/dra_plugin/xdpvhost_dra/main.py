@@ -17,6 +17,7 @@ from .plugin_sockets import PluginSockets
 from .node_events import Node
 from .resource_slice import SlicePublisher
 from .socket_dir import SocketDirs
+from .socket_watch import SocketWatch
 from .state_store import StateStore
 
 log = logging.getLogger("xdpvhost-dra")
@@ -80,8 +81,9 @@ def main(argv=None):
                          o.selinux_label, o.socket_acl)
     store = StateStore(o.state_dir)
     driver = ClaimDriver(o, daemon, api, sockets, store, devices.by_name)
-    publisher = SlicePublisher(api, Node(api, o.node_name), o.ports_capacity, o.device_mode,
-                               o.ports_per_uplink)
+    node = Node(api, o.node_name)
+    publisher = SlicePublisher(api, node, o.ports_capacity, o.device_mode, o.ports_per_uplink)
+    socket_watch = SocketWatch(api, node, o.socket_grace)
 
     stop = threading.Event()
 
@@ -132,6 +134,10 @@ def main(argv=None):
             (log.warning if problem else log.info)(problem or "ResourceSlice in sync")
             last_problem = problem
         reconcile_claims()
+        try:
+            socket_watch.check(store.all())
+        except Exception:
+            log.exception("socket check failed")
         stop.wait(o.reconcile_interval)
 
     plugin.stop()

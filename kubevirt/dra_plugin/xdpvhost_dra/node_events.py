@@ -1,8 +1,9 @@
 """The plugin's node: its uid (read once: the ResourceSlice's owner and the
-Events' object), and Events on it (core/v1, in namespace "default" as the
-kubelet makes them for a Node), where `kubectl describe node` and
-`kubectl get events` show an operator what the plugin's log says. Events
-are best effort: one that cannot be written is logged, never retried."""
+Events' object), and Events (core/v1) on it, in namespace "default" as the
+kubelet makes them for a Node, or on a pod of a VM, in the pod's namespace:
+where `kubectl describe` and `kubectl get events` show an operator what the
+plugin's log says. Events are best effort: one that cannot be written is
+logged, never retried."""
 
 import datetime
 import logging
@@ -15,13 +16,16 @@ COMPONENT = "xdpvhost-dra-plugin"
 MESSAGE_MAX = 1024  # an Event's message (events.k8s.io/v1: "at most 1kB")
 
 
-def event_body(node, node_uid, kind, reason, message, now=None):
-    """A core/v1 Event about Node `node`; kind is "Normal" or "Warning"."""
+def event_body(node, about, kind, reason, message, now=None):
+    """A core/v1 Event reported from `node` about object `about` (its
+    apiVersion, kind, name, uid, and namespace for a namespaced one); kind is
+    "Normal" or "Warning"."""
     stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{node}.{uuid.uuid4().hex[:16]}", "namespace": NAMESPACE},
-        "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid},
+        "metadata": {"name": f"{about['name']}.{uuid.uuid4().hex[:16]}",
+                     "namespace": about.get("namespace") or NAMESPACE},
+        "involvedObject": about,
         "type": kind, "reason": reason, "message": message[:MESSAGE_MAX],
         "source": {"component": COMPONENT, "host": node},
         "reportingComponent": COMPONENT, "reportingInstance": node,
@@ -45,11 +49,22 @@ class Node:
         return self._uid
 
     def event(self, kind, reason, message):
+        """An Event on this Node."""
         uid = self.uid()
         if uid is None:
             log.warning("no Event %s on node %s (its uid is not known): %s", reason, self.name, message)
             return
+        self._post({"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": uid},
+                   kind, reason, message)
+
+    def pod_event(self, namespace, name, uid, kind, reason, message):
+        """An Event on pod namespace/name (uid)."""
+        self._post({"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid},
+                   kind, reason, message)
+
+    def _post(self, about, kind, reason, message):
+        body = event_body(self.name, about, kind, reason, message)
         try:
-            self.api.create_event(NAMESPACE, event_body(self.name, uid, kind, reason, message))
+            self.api.create_event(body["metadata"]["namespace"], body)
         except Exception as e:
-            log.warning("no Event %s on node %s: %s", reason, self.name, e)
+            log.warning("no Event %s on %s %s: %s", reason, about["kind"], about["name"], e)

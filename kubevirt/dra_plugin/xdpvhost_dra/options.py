@@ -8,7 +8,7 @@ import grp
 import os
 import pwd
 
-from . import DRIVER_NAME, metrics_server, names, port_mac, resource_slice
+from . import DRIVER_NAME, metrics_server, names, port_mac, resource_slice, socket_watch
 from .socket_dir import SOCKET_FILE, SUN_PATH_MAX
 from .names import KEY_HEX
 
@@ -112,6 +112,10 @@ def parser():
     p.add_argument("--reconcile-interval", type=float, default=10.0, metavar="SECONDS",
                    help="how often the plugin checks the daemon's ports and the ResourceSlice "
                         "(default: %(default)s)")
+    p.add_argument("--socket-grace", type=float, default=socket_watch.GRACE_S, metavar="SECONDS",
+                   help="a VM's vhost-user socket must be in its claim's directory this long after the "
+                        "VM's container started; else the claim is reported (the runtime did not "
+                        "apply the CDI device) (default: %(default)s)")
     p.add_argument("--mac-prefix", type=_mac_prefix, default=port_mac.parse_prefix(port_mac.DEFAULT_PREFIX),
                    metavar="OCTETS",
                    help="leading octets of the MACs the plugin generates for VM interfaces without a "
@@ -152,6 +156,8 @@ def parse(argv=None):
             metrics_server.parse_listen(o.metrics_listen)
         except ValueError as e:
             p.error(f"--metrics-listen {e}")
+    if o.socket_grace <= 0:
+        p.error("--socket-grace must be positive")
     if o.reconcile_interval <= 0:
         p.error("--reconcile-interval must be positive")
     o.plugin_dir = os.path.join(o.kubelet_root, "plugins", DRIVER_NAME)

@@ -45,6 +45,11 @@ reconcile_repairs = Counter(
 reconcile_failures = Counter(
     "xdpvhost_dra_reconcile_failures", "Prepared claims a reconcile pass could not put back",
     registry=REGISTRY)
+claims_without_socket = Gauge(
+    "xdpvhost_dra_claims_without_socket",
+    "Prepared claims whose VM's vhost-user socket did not appear in its directory although the "
+    "VM's container runs: the runtime did not mount the directory (CDI devices not applied)",
+    registry=REGISTRY)
 slice_writes = Counter(
     "xdpvhost_dra_slice_writes", "Writes of this node's ResourceSlice", ["action"], registry=REGISTRY)
 slice_errors = Counter(

@@ -148,9 +148,11 @@ def vmi(namespace, name, *, mac=None, interface="fast0", pod_claim_name="vhost",
             "status": {"phase": "Scheduled"}}
 
 
-def launcher_pod(namespace, name, vm, vmi_obj=None):
+def launcher_pod(namespace, name, vm, vmi_obj=None, running_since=None):
     """virt-launcher's pod of VM `vm`; owned by `vmi_obj` (controller
-    reference, as virt-controller makes it) when given."""
+    reference, as virt-controller makes it) when given; with its compute
+    container running since `running_since` (RFC 3339) when given, else as
+    the API server has it before the kubelet started it (no status)."""
     meta = {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
             "labels": {"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": vm},
             "annotations": {"kubevirt.io/domain": vm}}
@@ -159,8 +161,14 @@ def launcher_pod(namespace, name, vm, vmi_obj=None):
         meta["ownerReferences"] = [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
                                     "name": vmi_obj["metadata"]["name"], "uid": vmi_obj["metadata"]["uid"],
                                     "controller": True, "blockOwnerDeletion": True}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"containers": [{"name": "compute", "image": "registry.example/virt-launcher:v1"}]}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+           "spec": {"containers": [{"name": "compute", "image": "registry.example/virt-launcher:v1"}]}}
+    if running_since:
+        pod["status"] = {"phase": "Running", "containerStatuses": [{
+            "name": "compute", "image": "registry.example/virt-launcher:v1", "imageID": "",
+            "ready": True, "restartCount": 0, "started": True,
+            "state": {"running": {"startedAt": running_since}}}]}
+    return pod
 
 
 def claim(namespace, name, *, node_name, device="up0", request="vhost-port", pod=None,

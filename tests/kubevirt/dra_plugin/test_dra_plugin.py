@@ -1306,6 +1306,61 @@ class SocketDirLabels(PluginTestCase):
         self.assertIn("the host does not label files", self.plugin.tail(200))
 
 
+@needs_root()
+class SocketReachesTheVm(PluginTestCase):
+    """containerd 1.7 leaves CDI off by default: the pod starts without
+    the claim's directory, QEMU makes its socket inside the container, and
+    the VM runs with its link down, silently. A claim whose socket is not
+    in its directory --socket-grace after the VM's compute container
+    started is reported once (log, Warning Event on the pod naming
+    enable_cdi, a gauge); when QEMU's socket appears, it is fine again. A
+    pod that does not run yet is not reported."""
+
+    tag = "cdi"
+    plugin_args = ("--socket-grace", "3")
+
+    def test_a_socket_that_does_not_appear_is_reported_on_the_pod(self):
+        import datetime
+        self.published_slice()
+        vmi = self.api.add(objs.vmi(NS, "vm1"))
+        since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=10)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        pod = self.api.add(objs.launcher_pod(NS, "virt-launcher-vm1-x7k2p", "vm1", vmi, running_since=since))
+        c = self.seed_claim("vhost-claim", pod=pod)
+        waiting, _ = self.seed_vm(claim_name="claim-vm2", vm="vm2")  # its pod has not started
+        for claim in (c, waiting):
+            self.assertEqual(self.plugin.prepare(objs.ref(claim))[claim["metadata"]["uid"]].error, "")
+
+        def reported():
+            return [e for e in self.api.of("events") if e["reason"] == "VhostUserSocketMissing"]
+        lab.wait_until(reported, timeout=20, what="the missing socket reported")
+        events = reported()
+        self.assertEqual(len(events), 1, events)
+        about = events[0]["involvedObject"]
+        self.assertEqual((about["kind"], about["namespace"], about["name"], about["uid"]),
+                         ("Pod", NS, pod["metadata"]["name"], pod["metadata"]["uid"]))
+        self.assertEqual(events[0]["metadata"]["namespace"], NS)
+        self.assertIn("enable_cdi = true", events[0]["message"])
+        self.assertEqual(self.metric("xdpvhost_dra_claims_without_socket"), 1)
+        self.assert_sent_objects_valid()
+        # QEMU makes its socket (uid 107, libvirt's umask): the claim is well again.
+        socket_path = self.api.get("resourceclaims", "vhost-claim", NS)["status"]["devices"][0]["data"][
+            "socket"]["hostPath"]
+        qemu = subprocess.Popen(socket_as(107, 107, "bind", socket_path), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(qemu.stdout.readline().strip(), "OK")
+            lab.wait_until(lambda: self.metric("xdpvhost_dra_claims_without_socket") == 0, timeout=20,
+                           what="the socket seen")
+            self.wait_passes(4)
+            self.assertEqual(len(reported()), 1, "reported once")
+            self.assertIn("the VM's socket is there now", self.plugin.tail(200))
+            self.assertEqual(self.plugin.tail(400).count("did not appear"), 1)
+        finally:
+            qemu.stdin.close()
+            qemu.wait(10)
+
+
 class GuestTraffic(PluginTestCase):
     tag = "guest"
 
@@ -1363,7 +1418,7 @@ SUITES = {"base": [MacRules, QueueLimit, PluginRole, StandinQuantities, Registra
                    SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity,
                    SlotsWithoutConsumableCapacity, DeviceModeChoice, SlicesOfADownUplink,
                    SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors],
-          "ports": [PortLifecycle, SocketDirLabels],
+          "ports": [PortLifecycle, SocketDirLabels, SocketReachesTheVm],
           "guest": [GuestTraffic]}
 
 
