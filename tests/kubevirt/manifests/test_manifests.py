@@ -271,6 +271,11 @@ class Rendering(unittest.TestCase):
         self.assertTrue(config["metrics"]["listen"].startswith("127.0.0.1:"))
         init = {c["name"]: c for c in pod["initContainers"]}["prepare"]
         self.assertIn("render-config", " ".join(init["args"]))
+        # ...with the uplink-interfaces rules of the same ConfigMap.
+        template = {m["name"]: m["mountPath"] for m in init["volumeMounts"]}["config-template"]
+        self.assertIn(f"--interfaces-file {template}/uplink-interfaces", " ".join(init["args"]))
+        self.assertIn("uplink-interfaces", next(o["data"] for o in objs if o["kind"] == "ConfigMap"
+                                                and "config.json" in o.get("data", {})))
         self.assertEqual(init["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIP")
 
     def test_image_gives_the_daemon_the_same_capabilities(self):
