@@ -13,7 +13,7 @@ PACKAGES="
   iproute2 iputils-ping ethtool kmod procps psmisc util-linux cpio xz-utils zstd
   dpdk dpdk-dev qemu-system-x86 busybox-static iperf3 tcpdump
   python3 python3-jsonschema python3-matplotlib
-  python3-grpcio python3-protobuf python3-kubernetes python3-prometheus-client python3-pylibacl protobuf-compiler protobuf-compiler-grpc
+  python3-grpcio python3-protobuf python3-kubernetes python3-prometheus-client python3-pylibacl python3-jsonpatch protobuf-compiler protobuf-compiler-grpc
   python3-yaml libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu python3-libvirt podman runc debootstrap
 "
 

@@ -16,7 +16,8 @@ import logging
 import threading
 import time
 
-from . import DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names, plugin_metrics, port_mac
+from . import (DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names, plugin_metrics, port_mac,
+               vmi_queues)
 from .daemon_control import NAME_IN_USE, DaemonError, DaemonUnavailable
 from .kube_api import ApiError
 from .socket_dir import SocketDirError
@@ -162,6 +163,7 @@ class ClaimDriver:
                                  self.o.plugin_dir, self.o.cdi_root)
         vm, vmi = self._launcher(claim, namespace)
         record["vm"] = vm
+        self._vm_queues(record, vmi)
         pod = claim_plan.reserving_pod(claim)
         if pod is not None:  # socket_watch reads it while the VM's socket is missing
             record["pod"] = {"name": pod[0], "uid": pod[1]}
@@ -220,6 +222,26 @@ class ClaimDriver:
         except names.InvalidName as e:
             log.info("pod %s/%s: %s; VM name left empty", namespace, pod_name, e)
             return "", None
+
+    @staticmethod
+    def _vm_queues(record, vmi):
+        """A port whose claim sets no queues gets as many queue pairs as its
+        VM's NIC has (vmi_queues: one per vCPU with
+        networkInterfaceMultiqueue), up to the daemon's ceiling, so that
+        QEMU never asks for more than the port offers."""
+        if vmi is None:
+            return
+        claim = record["claim"]
+        try:
+            wanted = vmi_queues.queue_pairs(vmi.get("spec"))
+        except ValueError as e:
+            raise Failure(f"VMI {claim['namespace']}/{record['vm']}: {e}", "vmi") from e
+        for p in record["ports"]:
+            if p["queues_from"] == "default" and p["queues"] != wanted:
+                p["queues"] = min(wanted, claim_plan.MAX_QUEUES)
+                p["queues_from"] = "vm"
+                log.info("port %s: %d queue pairs, as VM %s/%s's NIC has (its claim sets none)",
+                         p["port"], p["queues"], claim["namespace"], record["vm"])
 
     def _port_mac(self, record, p, vmi):
         """The port's MAC (port_mac): the VMI interface's macAddress, else

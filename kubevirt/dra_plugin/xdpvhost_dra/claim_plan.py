@@ -140,6 +140,8 @@ def plan(claim, ref, node, devices, sockets, container_root, plugin_dir, cdi_roo
             "request": request, "request_full": request_full, "device": device, "pool": pool,
             "share_id": share_id, "uplink": dev.uplink,
             "mtu": params.get("mtu", dev.mtu), "queues": params.get("queues", 1),
+            # "claim": its config says; "default": the VM's, where its VMI is read
+            "queues_from": "claim" if "queues" in params else "default",
             "key": key, "port": names.port_name(key),
             "dir": sockets.path(key), "socket": sockets.socket(key),
             "container_dir": container_dir, "container_socket": container_socket,

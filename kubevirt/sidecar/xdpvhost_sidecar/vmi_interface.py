@@ -11,12 +11,12 @@ the field, never an unhandled exception."""
 from dataclasses import dataclass
 from typing import Optional
 
-from xdpvhost_dra import names, port_mac
+from xdpvhost_dra import names, port_mac, vmi_queues
 
 from .binding_error import BindingError
 
 QUEUE_SIZE = 1024  # rx_queue_size = tx_queue_size, as upstream's QueueSize
-MAX_QUEUES = 256   # upstream's MaxQueueNum
+MAX_QUEUES = vmi_queues.MAX_QUEUE_PAIRS
 
 
 @dataclass(frozen=True)
@@ -98,15 +98,10 @@ def mac_address(where, value):
 
 
 def _queue_count(spec):
-    domain = _object("spec.domain", spec.get("domain"))
-    devices = _object("spec.domain.devices", domain.get("devices"))
-    if not devices.get("networkInterfaceMultiqueue"):
-        return 1
-    cpu = _object("spec.domain.cpu", domain.get("cpu"))
-    count = 1
-    for key in ("cores", "sockets", "threads"):
-        count *= max(_count(f"spec.domain.cpu.{key}", cpu.get(key)), 1)
-    return min(count, MAX_QUEUES)
+    try:
+        return vmi_queues.queue_pairs(spec)
+    except ValueError as e:
+        raise BindingError(str(e)) from e
 
 
 def bound_interfaces(vmi, binding_name):

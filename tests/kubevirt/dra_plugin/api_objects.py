@@ -128,19 +128,24 @@ def node(name):
 
 
 def vmi(namespace, name, *, mac=None, interface="fast0", pod_claim_name="vhost", request="vhost-port",
-        template="xdpvhost-port"):
+        template="xdpvhost-port", multiqueue_cpu=None):
     """A VirtualMachineInstance as KubeVirt stores it (kubevirt/INTERFACES.md,
     KubeVirt configuration and VMI fields; the shape of
     tests/kubevirt/sidecar/vmi-vm1.json): one interface of the vhostuser
-    binding on a DRA network, with macAddress when `mac` is given."""
+    binding on a DRA network, with macAddress when `mac` is given; with
+    networkInterfaceMultiqueue and that spec.domain.cpu when
+    `multiqueue_cpu` is given."""
     iface = {"name": interface, "binding": {"name": "vhostuser"}}
     if mac:
         iface["macAddress"] = mac
+    devices = {"interfaces": [{"name": "default", "masquerade": {}}, iface]}
+    if multiqueue_cpu is not None:
+        devices["networkInterfaceMultiqueue"] = True
     return {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
             "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
                          "labels": {"kubevirt.io/vm": name}},
-            "spec": {"domain": {"cpu": {"cores": 1}, "resources": {"requests": {"memory": "1Gi"}},
-                                "devices": {"interfaces": [{"name": "default", "masquerade": {}}, iface]}},
+            "spec": {"domain": {"cpu": multiqueue_cpu or {"cores": 1},
+                                "resources": {"requests": {"memory": "1Gi"}}, "devices": devices},
                      "networks": [{"name": "default", "pod": {}},
                                   {"name": interface, "resourceClaim": {"claimName": pod_claim_name,
                                                                         "requestName": request}}],

@@ -966,6 +966,24 @@ class PortLifecycle(PluginTestCase):
         self.assertLess(last[1] - first[1], 1024, "the plugin's heap grew")
         lab.wait_until(lambda: threads() <= before, timeout=15, what="the scrapes' threads gone")
 
+    def test_a_claim_without_queues_gets_as_many_as_its_vms_nic(self):
+        """A multiqueue VM asks for one queue pair per vCPU (2 sockets x 2
+        cores here); a claim that sets no queues gets that many, so QEMU
+        never asks for more than the port has. A claim's own queues win."""
+        self.published_slice()
+        vmi = self.api.add(objs.vmi(NS, "vm1", multiqueue_cpu={"sockets": 2, "cores": 2}))
+        for claim_name, config, wanted in (("by-vm", None, 4), ("by-claim", 2, 2)):
+            pod = self.api.add(objs.launcher_pod(NS, f"virt-launcher-vm1-{claim_name}", "vm1", vmi))
+            c = self.seed_claim(claim_name, pod=pod, config=config and [{
+                "source": "FromClaim", "requests": ["vhost-port"],
+                "opaque": {"driver": "xdpvhost.io", "parameters": {"queues": config}}}])
+            uid = c["metadata"]["uid"]
+            self.assertEqual(self.plugin.prepare(objs.ref(c))[uid].error, "")
+            socket_path = self.api.get("resourceclaims", claim_name, NS)["status"]["devices"][0]["data"][
+                "socket"]["hostPath"]
+            self.assertEqual(self.port_on(socket_path)["queue_pairs"], wanted, claim_name)
+            self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+
     def test_prepare_then_unprepare(self):
         self.published_slice()
         c, pod = self.seed_vm()
