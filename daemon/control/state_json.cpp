@@ -14,7 +14,7 @@ using dataplane::GuestPort;
 using nlohmann::json;
 
 std::string port_state(const controller::GuestPortController& c) {
-  if (c.broken() || c.stalled()) return "broken";
+  if (c.broken() || c.stalled() || !c.device().memory_refusal().empty()) return "broken";
   if (c.endpoint().state() != vhost::SocketEndpoint::State::kConnected) return "waiting";
   for (std::uint32_t i = 0; i < c.device().vring_count(); ++i)
     if (c.device().vrings()[i].running) return "running";
@@ -61,6 +61,7 @@ json port_detail(const PortConfig& config, const Tunables& effective,
     queues.push_back(std::move(q));
   }
   j["queues"] = std::move(queues);
+  if (!c.device().memory_refusal().empty()) j["memory_refused"] = c.device().memory_refusal();
   j["features"] = fmt::format("0x{:x}", c.device().acked_features());
   j["protocol_features"] = fmt::format("0x{:x}", c.device().acked_protocol_features());
   j["tunables"] = json{{"signal_batch", effective.signal_batch},

@@ -93,7 +93,9 @@ void add_port_families(Families& out, const Daemon& daemon, Breakdowns listed) {
     auto f = make_family(
         "xdpvhost_port_state", MetricType::Gauge,
         "State of a guest port, 1 for the current one: waiting (no frontend), connected "
-        "(being set up), running (traffic flows), broken (a queue was malformed).");
+        "(being set up), running (traffic flows), broken (a queue was malformed, or its guest "
+        "memory "
+        "refused).");
     for (const auto& p : ports) {
       const std::string state = port_state(*p.port);
       for (const char* s : {"waiting", "connected", "running", "broken"}) {

@@ -224,8 +224,12 @@ Outcome Device::on_set_mem_table(Message& m) {
   }
   std::string error;
   auto memory = virtio::GuestMemory::map(std::move(specs), error);
-  if (memory == nullptr) return Outcome::failure("SET_MEM_TABLE: " + error);
+  if (memory == nullptr) {
+    memory_refusal_ = error;
+    return Outcome::failure("SET_MEM_TABLE: " + error);
+  }
   memory_ = std::move(memory);
+  memory_refusal_.clear();
   // Running rings are handed over again with the new table; the datapath
   // drops its reference to the old one, which is unmapped after that.
   refresh_all(/*restart=*/true);
@@ -471,6 +475,7 @@ void Device::reset_session() {
   for (std::uint32_t i = 0; i < vring_count(); ++i) stop(i);
   vrings_ = {};
   memory_.reset();
+  memory_refusal_.clear();
   log_.reset();
   log_notify_.reset();
   owner_set_ = false;

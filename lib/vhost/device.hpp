@@ -72,6 +72,10 @@ class Device {
   std::uint8_t status() const noexcept { return status_; }
   std::uint32_t mtu() const noexcept { return mtu_; }
   bool has_memory() const noexcept { return memory_ != nullptr; }
+  // Why the session's last memory table was refused ("" once one is taken,
+  // and in a new session): the guest's rings cannot run on it, so the port
+  // reports itself broken until the frontend sends memory the daemon maps.
+  const std::string& memory_refusal() const noexcept { return memory_refusal_; }
   const std::array<Vring, kMaxVrings>& vrings() const noexcept { return vrings_; }
   std::uint32_t vring_count() const noexcept { return 2 * options_.queue_pairs; }
   bool reply_ack_negotiated() const noexcept;
@@ -131,6 +135,7 @@ class Device {
   std::uint8_t status_ = 0;
   std::uint32_t mtu_ = 0;
   std::shared_ptr<const virtio::GuestMemory> memory_;
+  std::string memory_refusal_;
   std::shared_ptr<const virtio::DirtyLog> log_;  // SET_LOG_BASE; dropped when LOG_ALL goes
   sys::UniqueFd log_notify_;                     // SET_LOG_FD (kept; QEMU does not read it)
   std::uint64_t rarps_sent_ = 0;

@@ -74,6 +74,7 @@ class ClaimDriver:
         self.devices = devices  # callable -> {device name: UplinkDevice}
         self.lock = threading.Lock()
         self._orphans_logged = set()
+        self._memory_refused = set()  # ports whose refused guest memory was reported
 
     # ---- kubelet calls ---------------------------------------------------
 
@@ -323,6 +324,7 @@ class ClaimDriver:
         current = self.daemon.port(p["port"])
         if current is not None:
             if current.get("socket") == p["socket"] and current.get("mode") == "client":
+                self._report_memory_refusal(record, p, current.get("memory_refused"))
                 return False
             log.info("port %s: the daemon has it with socket %s mode %s; replacing it",
                      p["port"], current.get("socket"), current.get("mode"))
@@ -340,6 +342,21 @@ class ClaimDriver:
                  "owner %s/%s vm %r", p["port"], why, p["socket"], p["uplink"], p["mtu"], p["queues"],
                  p.get("mac") or "learned", claim["namespace"], claim["name"], record.get("vm") or "")
         return True
+
+    def _report_memory_refusal(self, record, p, refusal):
+        """The daemon refused the VM's guest memory (port.get's
+        memory_refused): said once, with the VM, until it takes memory again."""
+        claim = record["claim"]
+        if refusal and p["port"] not in self._memory_refused:
+            self._memory_refused.add(p["port"])
+            log.warning("VM %s/%s (claim %s), port %s: xdpvhostd refused the guest's memory (%s): the "
+                        "VM has no traffic on this interface. Its domain needs memfd or hugepage "
+                        "memory (the binding sidecar sets memfd where the domain names no source)",
+                        claim["namespace"], record.get("vm") or "?", claim["name"], p["port"], refusal)
+        elif not refusal and p["port"] in self._memory_refused:
+            self._memory_refused.discard(p["port"])
+            log.info("VM %s/%s, port %s: the guest's memory is mapped now", claim["namespace"],
+                     record.get("vm") or "?", p["port"])
 
     # ---- unprepare -------------------------------------------------------
 

@@ -1,8 +1,12 @@
 """Rewrites a libvirt domain XML as the upstream vhostuser binding does
 (kubevirt/INTERFACES.md, Domain XML rewrite): one
 <interface type="vhostuser"> per bound VMI interface with QEMU as the
-socket's server, and shared guest memory (the backend maps it). Everything
-else in the document is left as it came."""
+socket's server, and shared guest memory (the backend maps it). Guest
+memory with neither hugepages nor a source gets <source type="memfd"/>:
+libvirt would otherwise back it with a shared file in its state directory,
+which xdpvhostd refuses to map (a file the frontend could truncate under
+the mapping), and the VM would run with its link up and no traffic.
+Everything else in the document is left as it came."""
 
 import re
 from xml.dom import minidom
@@ -85,23 +89,39 @@ def _alias_of(interface):
     return alias.getAttribute("name") if alias is not None else None
 
 
+# <memoryBacking> children libvirt's schema puts before <source>.
+_BEFORE_MEMORY_SOURCE = ("hugepages", "nosharepages", "locked")
+
+
 def _share_memory(doc, domain):
+    """Shared guest memory, from memfd unless hugepages or a source say
+    otherwise; returns the source it set ("memfd") or None."""
     backing = _child(domain, "memoryBacking")
     if backing is None:
         backing = doc.createElement("memoryBacking")
         _insert_after_last(domain, backing, _BEFORE_MEMORY_BACKING)
+    added = None
+    if _child(backing, "hugepages") is None and _child(backing, "source") is None:
+        source = _element(doc, "source", type="memfd")
+        if any(_children(backing, t) for t in _BEFORE_MEMORY_SOURCE):
+            _insert_after_last(backing, source, _BEFORE_MEMORY_SOURCE)
+        else:
+            backing.insertBefore(source, backing.firstChild)
+        added = "memfd"
     access = _child(backing, "access")
     if access is None:
         access = doc.createElement("access")
-        backing.appendChild(access)
+        _insert_after_last(backing, access, _BEFORE_MEMORY_SOURCE + ("source",))
     access.setAttribute("mode", "shared")
+    return added
 
 
 def rewrite(domain_xml, bound):
     """`bound`: (VmiInterface, VhostUserEndpoint) pairs. Returns the new
-    domain XML (bytes). With nothing bound the domain is returned as it came."""
+    domain XML (bytes) and the memory source it set (None: it kept the
+    domain's). With nothing bound the domain is returned as it came."""
     if not bound:
-        return domain_xml
+        return domain_xml, None
     try:
         doc = minidom.parseString(domain_xml)
     except ExpatError as e:
@@ -122,5 +142,5 @@ def rewrite(domain_xml, bound):
             _insert_after_last(devices, new, ("interface",))
         else:
             _insert_after_last(devices, new, _BEFORE_INTERFACES)
-    _share_memory(doc, domain)
-    return domain.toxml().encode("utf-8")
+    source = _share_memory(doc, domain)
+    return domain.toxml().encode("utf-8"), source

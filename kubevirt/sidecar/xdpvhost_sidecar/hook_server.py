@@ -73,7 +73,11 @@ class CallbacksService(v1alpha3_grpc.CallbacksServicer):
                     iface.claim.request, endpoint.path, endpoint.mtu, iface.queues,
                     iface.mac or "chosen by libvirt", endpoint.origin)
             bound.append((iface, endpoint))
-        return rewrite(domain_xml, bound)
+        xml, source = rewrite(domain_xml, bound)
+        if source:
+            log.info("%s: guest memory from %s, shared (the domain named no source: libvirt would "
+                     "back it with a file, which xdpvhostd does not map)", vm, source)
+        return xml
 
     def OnDefineDomain(self, request, context):
         try:

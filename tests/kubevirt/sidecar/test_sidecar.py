@@ -152,6 +152,11 @@ class SidecarTest(unittest.TestCase):
                          canonical(ET.fromstring(EXPECTED_INTERFACE.format(path=path, mtu=mtu, queues=queues))))
         access = domain.findall("./memoryBacking/access")
         self.assertEqual([a.get("mode") for a in access], ["shared"])
+        # Memory xdpvhostd maps: hugepages or memfd, never libvirt's file.
+        backing = domain.find("./memoryBacking")
+        sources = [x.get("type") for x in backing.findall("source")]
+        self.assertTrue(backing.find("hugepages") is not None or sources in (["memfd"], ["file"]),
+                        xml.decode())
         return domain
 
     def test_info(self):
@@ -224,7 +229,29 @@ class SidecarTest(unittest.TestCase):
         out = self.assert_vhostuser(xml, "/var/run/xdpvhost/vhost/vhost-port/vhost.sock", 1500,
                                     1)
         self.assertIsNotNone(out.find("./memoryBacking/hugepages"))
+        self.assertIsNone(out.find("./memoryBacking/source"), "hugepages need no source")
         self.assert_valid_domain(xml)
+
+    def test_guest_memory_without_a_source_comes_from_memfd(self):
+        """libvirt backs memory with no source with a shared file in its
+        state directory, which the daemon refuses to map: the VM would run
+        with its link up and no traffic. The sidecar names memfd; a source
+        the domain names (memfd, file) stays, and so do other children."""
+        s = self.start()
+        for backing, wanted in (
+                (b'', [("source", "memfd"), ("access", "shared")]),
+                (b'<memoryBacking><nosharepages/><discard/></memoryBacking>',
+                 [("nosharepages", None), ("source", "memfd"), ("access", "shared"), ("discard", None)]),
+                (b'<memoryBacking><source type="memfd"/></memoryBacking>',
+                 [("source", "memfd"), ("access", "shared")]),
+                (b'<memoryBacking><source type="file"/><access mode="private"/></memoryBacking>',
+                 [("source", "file"), ("access", "shared")])):
+            with self.subTest(backing):
+                xml = s.define(domain=DOMAIN.replace(b'<os>', backing + b'<os>'))
+                got = [(c.tag, c.get("type") or c.get("mode")) for c in ET.fromstring(xml).find("memoryBacking")]
+                self.assertEqual(got, wanted)
+                self.assert_valid_domain(xml)
+        self.assertEqual(s.output().count("guest memory from memfd, shared"), 2)
 
     def test_single_queue_without_multiqueue(self):
         vmi = copy.deepcopy(VMI)

@@ -322,6 +322,32 @@ TEST_F(DeviceTest, MemoryTableRegionCountMustMatchFds) {
   EXPECT_FALSE(send(make(Request::kSetMemTable, &nine, sizeof nine)).ok);
 }
 
+TEST_F(DeviceTest, ARefusedMemoryTableIsReportedUntilOneIsTaken) {
+  // Memory the daemon does not map (here not a file at all; a file the
+  // frontend could truncate likewise): the port says so until the frontend
+  // sends memory it maps, or a new session begins.
+  EXPECT_EQ(device.memory_refusal(), "");
+  auto refuse = [&] {
+    struct {
+      MemoryTableHeader h;
+      MemoryRegionDesc r;
+    } p{{1, 0}, {0, 1 << 20, 0x7f0000000000, 0}};
+    Message m = make(Request::kSetMemTable, &p, sizeof p);
+    m.fds.push_back(eventfd());
+    EXPECT_FALSE(send(std::move(m)).ok);
+  };
+  refuse();
+  EXPECT_NE(device.memory_refusal().find("not a memfd or a file"), std::string::npos)
+      << device.memory_refusal();
+  EXPECT_FALSE(device.has_memory());
+  mem_table();
+  EXPECT_EQ(device.memory_refusal(), "");
+  refuse();
+  EXPECT_FALSE(device.memory_refusal().empty());
+  device.disconnect();
+  EXPECT_EQ(device.memory_refusal(), "");
+}
+
 TEST_F(DeviceTest, VringIndexOutOfRangeIsRefused) {
   EXPECT_FALSE(send(state(Request::kSetVringNum, 2, 256)).ok) << "one queue pair: vrings 0 and 1";
   EXPECT_FALSE(send(state(Request::kSetVringEnable, 200, 1)).ok);
