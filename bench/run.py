@@ -71,6 +71,11 @@ def main():
     ap.add_argument("--minutes", type=float, default=60,
                     help="with --scenarios soak: how long the soak runs (default 60)")
     ap.add_argument("--seed", type=int, help="with --scenarios soak: replay the soak of this seed")
+    ap.add_argument("--kill-every", type=int,
+                    help="with --scenarios soak: a SIGKILL and restart every Nth epoch (0: one daemon "
+                         "lifetime for the whole run; default: the soak's)")
+    ap.add_argument("--warmup", type=int,
+                    help="with --scenarios soak: checkpoints left out of the slopes (default: the soak's)")
     ap.add_argument("--cycles", type=int, default=200,
                     help="with --scenarios node_scale: port.add calls timed at each port count")
     ap.add_argument("--summary-only", metavar="JSONL",
@@ -139,6 +144,8 @@ def soak(args):
     cmd += ["--xdpvhostd", daemon] if daemon else []
     cmd += ["--guest-image", image] if image else []
     cmd += ["--seed", str(args.seed)] if args.seed is not None else []
+    cmd += ["--kill-every", str(args.kill_every)] if args.kill_every is not None else []
+    cmd += ["--warmup", str(args.warmup)] if args.warmup is not None else []
     return subprocess.call(cmd)
 
 

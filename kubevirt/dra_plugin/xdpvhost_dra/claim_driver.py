@@ -16,8 +16,8 @@ import logging
 import threading
 import time
 
-from . import (DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, names, plugin_metrics, port_mac,
-               vmi_queues)
+from . import (DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, log_setup, names, plugin_metrics,
+               port_mac, vmi_queues)
 from .daemon_control import NAME_IN_USE, DaemonError, DaemonUnavailable
 from .kube_api import ApiError
 from .socket_dir import SocketDirError
@@ -90,7 +90,7 @@ class ClaimDriver:
             log.error("prepare %s refused: %s", what[:200], e)
             _counted("prepare", started, e)
             return [], str(e)
-        with self.lock:
+        with self.lock, log_setup.context(namespace=namespace, claim=name):
             try:
                 devices = self._prepare(namespace, name, claim_uid)
                 log.info("prepare %s: done, devices %s", what,
@@ -115,9 +115,11 @@ class ClaimDriver:
             log.error("unprepare %s refused: %s", what[:200], e)
             _counted("unprepare", started, e)
             return str(e)
-        with self.lock:
+        with self.lock, log_setup.context(namespace=namespace, claim=name):
             try:
                 record = self.store.load(claim_uid)
+                if record is not None:
+                    log_setup.add_context(vm=record.get("vm"))
                 if record is None:
                     log.info("unprepare %s: not prepared by this plugin; nothing to do", what)
                     _counted("unprepare", started, None)
@@ -164,6 +166,7 @@ class ClaimDriver:
                                  self.o.plugin_dir, self.o.cdi_root)
         vm, vmi = self._launcher(claim, namespace)
         record["vm"] = vm
+        log_setup.add_context(vm=vm)
         self._vm_queues(record, vmi)
         pod = claim_plan.reserving_pod(claim)
         if pod is not None:  # socket_watch reads it while the VM's socket is missing
@@ -440,14 +443,15 @@ class ClaimDriver:
                 if record.get("phase") != "prepared":
                     continue
                 claim = record["claim"]
-                try:
-                    for what in self._ensure(record, why="reconcile", records=records):
-                        plugin_metrics.reconcile_repairs.labels(what).inc()
-                    ok += 1
-                except (Failure, DaemonUnavailable, DaemonError, SocketDirError, OSError) as e:
-                    failed += 1
-                    plugin_metrics.reconcile_failures.inc()
-                    log.error("reconcile claim %s/%s: %s", claim["namespace"], claim["name"], e)
+                with log_setup.context(namespace=claim["namespace"], claim=claim["name"], vm=record.get("vm")):
+                    try:
+                        for what in self._ensure(record, why="reconcile", records=records):
+                            plugin_metrics.reconcile_repairs.labels(what).inc()
+                        ok += 1
+                    except (Failure, DaemonUnavailable, DaemonError, SocketDirError, OSError) as e:
+                        failed += 1
+                        plugin_metrics.reconcile_failures.inc()
+                        log.error("reconcile claim %s/%s: %s", claim["namespace"], claim["name"], e)
             self._count_prepared(records)
             self._log_orphans()
         return ok, failed

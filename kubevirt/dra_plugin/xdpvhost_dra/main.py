@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from . import DRIVER_NAME, options, plugin_metrics, resource_slice, stubs, uplink_devices
+from . import DRIVER_NAME, log_setup, options, plugin_metrics, resource_slice, stubs, uplink_devices
 from .claim_driver import ClaimDriver
 from .daemon_control import DaemonControl, DaemonError, DaemonUnavailable
 from .kube_api import ApiError, KubeApi
@@ -59,8 +59,7 @@ def main(argv=None):
         from . import probe
         return probe.main(argv[1:])
     o = options.parse(argv)
-    logging.basicConfig(level=getattr(logging, o.log_level.upper()), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_setup.setup(getattr(logging, o.log_level.upper()), o.log_format)
     os.umask(0o022)
     try:
         s = stubs.load()

@@ -8,7 +8,7 @@ import grp
 import os
 import pwd
 
-from . import DRIVER_NAME, metrics_server, names, port_mac, resource_slice, socket_watch
+from . import DRIVER_NAME, log_setup, metrics_server, names, port_mac, resource_slice, socket_watch
 from .socket_dir import SOCKET_FILE, SUN_PATH_MAX
 from .names import KEY_HEX
 
@@ -124,6 +124,9 @@ def parser():
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (HOST an address, "
                         "IPv6 with or without brackets); default: none")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-format", default="text", choices=log_setup.FORMATS,
+                   help="json: one JSON object per line, with the claim's namespace, name and VM "
+                        "where an event concerns one (default: %(default)s)")
     return p
 
 

@@ -18,7 +18,7 @@ import logging
 import os
 import time
 
-from . import plugin_metrics
+from . import log_setup, plugin_metrics
 from .kube_api import ApiError
 
 log = logging.getLogger("xdpvhost-dra.sockets")
@@ -49,7 +49,9 @@ class SocketWatch:
     def check(self, records):
         prepared = [r for r in records if r.get("phase") == "prepared" and r.get("pod")]
         for record in prepared:
-            self._check(record)
+            claim = record["claim"]
+            with log_setup.context(namespace=claim["namespace"], claim=claim["name"], vm=record.get("vm")):
+                self._check(record)
         uids = {r["claim"]["uid"] for r in prepared}
         for uid in set(self._read_at) - uids:
             del self._read_at[uid]

@@ -13,6 +13,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from xdpvhost_dra import log_setup
+
 from . import (DEFAULT_BINDING_NAME, DEFAULT_CONTAINER_SOCKET_ROOT, DEFAULT_HOOK_SOCKET,
                DEFAULT_METADATA_ROOT, DEFAULT_MTU, DRIVER_NAME)
 
@@ -50,13 +52,15 @@ def parse_args(argv):
                         "claim's default, %(default)s): a multiqueue VM's NIC is capped at it, "
                         "as QEMU refuses a netdev that asks for more than the port offers")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-format", default="text", choices=log_setup.FORMATS,
+                   help="json: one JSON object per line, with the VM's namespace and name "
+                        "(default: %(default)s)")
     return p.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_setup.setup(args.log_level.upper(), args.log_format)
     from .hook_server import make_server  # after logging: imports the stubs
 
     if not 1 <= args.default_queues <= 128:

@@ -1,7 +1,8 @@
 """Rewrites a libvirt domain XML as the upstream vhostuser binding does
 (kubevirt/INTERFACES.md, Domain XML rewrite): one
 <interface type="vhostuser"> per bound VMI interface with QEMU as the
-socket's server, and shared guest memory (the backend maps it). Guest
+socket's server, its MTU as QEMU's host_mtu, and shared guest memory (the
+backend maps it). Guest
 memory with neither hugepages nor a source gets <source type="memfd"/>:
 libvirt would otherwise back it with a shared file in its state directory,
 which xdpvhostd refuses to map (a file the frontend could truncate under
@@ -60,7 +61,10 @@ def _interface(doc, iface, endpoint):
     e.appendChild(_element(doc, "model", type=iface.model))
     e.appendChild(_element(doc, "driver", queues=iface.queues, rx_queue_size=QUEUE_SIZE,
                            tx_queue_size=QUEUE_SIZE))
-    e.appendChild(_element(doc, "mtu", size=endpoint.mtu))
+    # No <mtu>: libvirt applies it to the interface's host netdev, which a
+    # vhostuser interface has only behind Open vSwitch ("Cannot set interface
+    # MTU on '(null)'", at start and hot-plug); the MTU reaches the guest as
+    # QEMU's host_mtu instead (_host_mtu).
     if iface.acpi_index:
         e.appendChild(_element(doc, "acpi", index=iface.acpi_index))
     e.appendChild(_element(doc, "alias", name=iface.alias))
@@ -116,6 +120,37 @@ def _share_memory(doc, domain):
     return added
 
 
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+
+
+def _host_mtu(doc, domain, bound):
+    """The MTU of each interface as its virtio-net device's host_mtu (QEMU
+    offers VIRTIO_NET_F_MTU with it, and the guest takes it), through
+    libvirt's <qemu:override> of the device (libvirt 8.2 and later). It
+    applies when the domain starts: an interface hot-plugged later gets no
+    host_mtu, and its guest uses 1500 until told otherwise."""
+    if not domain.getAttribute("xmlns:qemu"):
+        domain.setAttribute("xmlns:qemu", QEMU_NS)
+    override = next((c for c in domain.childNodes if c.nodeType == c.ELEMENT_NODE
+                     and c.namespaceURI == QEMU_NS and c.localName == "override"), None)
+    if override is None:
+        override = doc.createElementNS(QEMU_NS, "qemu:override")
+        domain.appendChild(override)
+    for iface, endpoint in bound:
+        for old in [c for c in override.childNodes if c.nodeType == c.ELEMENT_NODE
+                    and c.localName == "device" and c.getAttribute("alias") == iface.alias]:
+            override.removeChild(old)
+        device = doc.createElementNS(QEMU_NS, "qemu:device")
+        device.setAttribute("alias", iface.alias)
+        frontend = doc.createElementNS(QEMU_NS, "qemu:frontend")
+        prop = doc.createElementNS(QEMU_NS, "qemu:property")
+        for k, v in (("name", "host_mtu"), ("type", "unsigned"), ("value", str(endpoint.mtu))):
+            prop.setAttribute(k, v)
+        frontend.appendChild(prop)
+        device.appendChild(frontend)
+        override.appendChild(device)
+
+
 def rewrite(domain_xml, bound):
     """`bound`: (VmiInterface, VhostUserEndpoint) pairs. Returns the new
     domain XML (bytes) and the memory source it set (None: it kept the
@@ -143,4 +178,5 @@ def rewrite(domain_xml, bound):
         else:
             _insert_after_last(devices, new, _BEFORE_INTERFACES)
     source = _share_memory(doc, domain)
+    _host_mtu(doc, domain, bound)
     return domain.toxml().encode("utf-8"), source

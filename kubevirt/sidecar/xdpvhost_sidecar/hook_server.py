@@ -8,6 +8,7 @@ import logging
 import threading
 
 import grpc
+from xdpvhost_dra import log_setup
 
 from .binding_error import BindingError
 from .domain_rewrite import rewrite
@@ -42,6 +43,10 @@ class CallbacksService(v1alpha3_grpc.CallbacksServicer):
             raise BindingError(f"the VMI is not JSON: {e}") from e
         meta = vmi.get("metadata") or {}
         vm = f"{meta.get('namespace', '?')}/{meta.get('name', '?')}"
+        with log_setup.context(namespace=str(meta.get("namespace") or ""), vm=str(meta.get("name") or "")):
+            return self._define_domain(domain_xml, vmi, vm)
+
+    def _define_domain(self, domain_xml, vmi, vm):
         interfaces = bound_interfaces(vmi, self.settings.binding_name)
         if not interfaces:
             log.info("%s: no interface uses binding %s; domain unchanged", vm,

@@ -1276,6 +1276,38 @@ class PortLifecycle(PluginTestCase):
 
 @needs_root()
 @needs_root()
+class PluginJsonLogs(PluginTestCase):
+    """--log-format json: every line the plugin writes is one JSON event
+    (time, level, logger, message); those about a claim carry its
+    namespace and name, and its VM once known."""
+
+    tag = "jsonlog"
+    plugin_args = ("--log-format", "json")
+
+    def test_every_line_is_an_event_and_a_claims_carry_it(self):
+        self.published_slice()
+        c, _ = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        self.assertEqual(self.plugin.prepare(objs.ref(c))[uid].error, "")
+        self.wait_passes(2)
+        self.assertEqual(self.plugin.unprepare(objs.ref(c))[uid].error, "")
+        lines = [line for line in self.plugin.tail(10 ** 6).splitlines()
+                 if line.strip() and not line.startswith("===== test:")]
+        events = [json.loads(line) for line in lines]
+        for e in events:
+            self.assertLessEqual({"time", "level", "logger", "message"}, set(e), e)
+        done = [e for e in events if e["message"].startswith("prepare claim") and ": done" in e["message"]]
+        self.assertEqual(len(done), 1, events)
+        self.assertEqual((done[0]["namespace"], done[0]["claim"], done[0]["vm"]), (NS, "vhost-claim", "vm1"))
+        added = [e for e in events if e["message"].startswith("port ") and " added (prepare)" in e["message"]]
+        self.assertEqual((added[0]["namespace"], added[0]["vm"]), (NS, "vm1"))
+        unprepared = [e for e in events if e["message"].startswith("unprepare claim")]
+        self.assertEqual(unprepared[-1]["vm"], "vm1")
+        slice_events = [e for e in events if e["logger"] == "xdpvhost-dra.slice"]
+        self.assertTrue(slice_events and all("claim" not in e for e in slice_events))
+
+
+@needs_root()
 class SocketDirLabels(PluginTestCase):
     """SELinux, decided from the host: on RHCOS the Debian image's
     libselinux says "disabled" (no selinuxfs in the container), and QEMU
@@ -1436,7 +1468,7 @@ SUITES = {"base": [MacRules, QueueLimit, PluginRole, StandinQuantities, Registra
                    SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity,
                    SlotsWithoutConsumableCapacity, DeviceModeChoice, SlicesOfADownUplink,
                    SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors],
-          "ports": [PortLifecycle, SocketDirLabels, SocketReachesTheVm],
+          "ports": [PortLifecycle, SocketDirLabels, SocketReachesTheVm, PluginJsonLogs],
           "guest": [GuestTraffic]}
 
 

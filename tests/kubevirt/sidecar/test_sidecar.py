@@ -11,6 +11,7 @@ kubevirt/sidecar."""
 
 import copy
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -35,7 +36,6 @@ EXPECTED_INTERFACE = """
   <source type="unix" mode="server" path="{path}"></source>
   <model type="virtio"></model>
   <driver queues="{queues}" rx_queue_size="1024" tx_queue_size="1024"></driver>
-  <mtu size="{mtu}"></mtu>
   <acpi index="2"></acpi>
   <alias name="ua-fast0"></alias>
   <address type="pci" domain="0x0000" bus="0x02" slot="0x02" function="0x0"></address>
@@ -152,6 +152,12 @@ class SidecarTest(unittest.TestCase):
                          canonical(ET.fromstring(EXPECTED_INTERFACE.format(path=path, mtu=mtu, queues=queues))))
         access = domain.findall("./memoryBacking/access")
         self.assertEqual([a.get("mode") for a in access], ["shared"])
+        # The MTU as QEMU's host_mtu of the device (libvirt refuses <mtu> on
+        # a vhostuser interface without Open vSwitch).
+        q = "{http://libvirt.org/schemas/domain/qemu/1.0}"
+        props = domain.findall(f"./{q}override/{q}device[@alias='ua-fast0']/{q}frontend/{q}property")
+        self.assertEqual([(p.get("name"), p.get("type"), p.get("value")) for p in props],
+                         [("host_mtu", "unsigned", str(mtu))])
         # Memory xdpvhostd maps: hugepages or memfd, never libvirt's file.
         backing = domain.find("./memoryBacking")
         sources = [x.get("type") for x in backing.findall("source")]
@@ -252,6 +258,42 @@ class SidecarTest(unittest.TestCase):
                 self.assertEqual(got, wanted)
                 self.assert_valid_domain(xml)
         self.assertEqual(s.output().count("guest memory from memfd, shared"), 2)
+
+    def test_json_logs_carry_the_vms_namespace_and_name(self):
+        """--log-format json: one JSON object per line (time, level, logger,
+        message), the events of a VM's domain with its namespace and name;
+        and under systemd (stderr the journal's stream) each line starts
+        with its syslog priority."""
+        s = self.start("--log-format", "json")
+        self.write_metadata()
+        s.define()
+        lines = [line for line in s.output().splitlines() if line.strip()]
+        events = [json.loads(line) for line in lines]  # every line is one
+        for e in events:
+            self.assertLessEqual({"time", "level", "logger", "message"}, set(e), e)
+            self.assertRegex(e["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        about = [e for e in events if "vhost-user socket" in e["message"]]
+        self.assertEqual(len(about), 1, events)
+        self.assertEqual((about[0]["namespace"], about[0]["vm"], about[0]["level"]), ("default", "vm1", "info"))
+        self.assertTrue(all("vm" not in e for e in events if "serving" in e["message"].lower()))
+
+    def test_under_systemd_lines_carry_their_journal_priority(self):
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "kubevirt", "dra_plugin"))
+        from xdpvhost_dra import log_setup
+        with open(os.path.join(self.root, "journal"), "w+") as stream:
+            st = os.fstat(stream.fileno())
+            os.environ["JOURNAL_STREAM"] = f"{st.st_dev}:{st.st_ino}"
+            try:
+                log_setup.setup(logging.DEBUG, "json", stream)
+                logging.getLogger("t").warning("careful")
+                logging.getLogger("t").info("fine")
+            finally:
+                del os.environ["JOURNAL_STREAM"]
+                logging.getLogger().handlers[:] = []
+            stream.seek(0)
+            lines = stream.read().splitlines()
+        self.assertEqual([line[:3] for line in lines], ["<4>", "<6>"])
+        self.assertEqual(json.loads(lines[0][3:])["message"], "careful")
 
     def test_single_queue_without_multiqueue(self):
         vmi = copy.deepcopy(VMI)
