@@ -104,8 +104,15 @@ class LibvirtDomain(unittest.TestCase):
         self.root = os.path.join(self.tmp, "libvirt")
         os.makedirs(os.path.join(self.root, "etc"))
         with open(os.path.join(self.root, "etc", "qemu.conf"), "w") as f:
+            # No cgroups: libvirt would put a BPF device filter on the
+            # domain's, a kernel object the machine keeps while the cgroup
+            # lives (the soak, counting BPF programs system-wide, saw them).
             f.write('user = "root"\ngroup = "root"\ndynamic_ownership = 0\nremember_owner = 0\n'
-                    'security_driver = "none"\nnamespaces = [ ]\nstdio_handler = "file"\n')
+                    'security_driver = "none"\nnamespaces = [ ]\nstdio_handler = "file"\n'
+                    'cgroup_controllers = [ ]\n')
+        # Nothing of the test outlives it: no QEMU (kill_qemu) and no cgroup
+        # of a domain of its.
+        self.addCleanup(self.check_no_cgroup_left)
 
     def start_daemon(self, socket_path):
         daemon = os.environ["XDPVHOSTD"]
@@ -132,13 +139,35 @@ class LibvirtDomain(unittest.TestCase):
         return config["control"]["socket"]
 
     def kill_qemu(self, name):
-        pidfile = os.path.join(self.root, "run", "qemu", f"{name}.pid")
+        """Every QEMU of domain `name`, found by its command line (libvirt's
+        pid file goes with a destroy that may not have ended it), SIGKILLed
+        and waited for."""
+        marker = f"guest={name},".encode()
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if marker in f.read():
+                        os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                continue
+        wait_until(lambda: not any(self.qemu_cmdline_has(p, marker)
+                                   for p in filter(str.isdigit, os.listdir("/proc"))),
+                   20, what=f"QEMU of {name} gone")
+
+    @staticmethod
+    def qemu_cmdline_has(pid, marker):
         try:
-            with open(pidfile) as f:
-                pid = int(f.read().strip())
-            os.kill(pid, signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                return marker in f.read()
+        except OSError:
+            return False
+
+    def check_no_cgroup_left(self):
+        left = []
+        for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+            left += [os.path.join(top, d) for d in dirs if "xvlv-" in d]
+            dirs[:] = [d for d in dirs if "xvlv-" not in d]
+        self.assertEqual(left, [], "cgroups of the test's domains")
 
     def port_state(self, control):
         out = subprocess.run([os.environ.get("XDPVHOSTCTL", "xdpvhostctl"), "--socket", control,
