@@ -611,11 +611,17 @@ class SlicesOfADownUplinkWithoutDeviceTaints(PluginTestCase):
     feature_gates = KUBE_1_35_GATES
 
     def test_the_dropped_taint_is_reported(self):
-        first = self.published_slice()
+        first = self.published_slice()  # port slots: the server has DRAConsumableCapacity off too
         lab.netns.run("ip", "-n", self.net.node, "link", "set", lab.NODE_IF, "down")
-        lab.wait_until(lambda: "up0.taints" in self.plugin.tail(400), timeout=20,
+        lab.wait_until(lambda: "up0-s0.taints" in self.plugin.tail(400), timeout=20,
                        what="the dropped taint reported")
         self.assertIn("DRADeviceTaints", self.plugin.tail(400))
+        self.assertIn("and 28 more", self.plugin.tail(400), "32 slots' taints, four named")
+        events = [e for e in self.api.of("events") if e["reason"] == "ResourceSliceFieldsDropped"]
+        self.assertEqual(len(events), 1)
+        self.assertIn("DRADeviceTaints", events[0]["message"])
+        self.assertEqual(self.metric("xdpvhost_dra_slice_dropped_fields", field="taints",
+                                     gate="DRADeviceTaints"), 32)
         self.wait_passes(4)
         self.assertEqual(self.api.sent("PUT", "resourceslices"), [])
         self.assertEqual(self.published_slice()["metadata"]["resourceVersion"],
