@@ -14,7 +14,11 @@ using dataplane::GuestPort;
 using nlohmann::json;
 
 std::string port_state(const controller::GuestPortController& c) {
-  if (c.broken() || c.stalled() || !c.device().memory_refusal().empty()) return "broken";
+  // Broken too while the guest's memory was refused and no earlier table is
+  // mapped: its rings cannot run at all (a refused later table leaves them
+  // on the one before; port.get's memory_refused says so either way).
+  const bool no_memory = !c.device().memory_refusal().empty() && !c.device().has_memory();
+  if (c.broken() || c.stalled() || no_memory) return "broken";
   if (c.endpoint().state() != vhost::SocketEndpoint::State::kConnected) return "waiting";
   for (std::uint32_t i = 0; i < c.device().vring_count(); ++i)
     if (c.device().vrings()[i].running) return "running";

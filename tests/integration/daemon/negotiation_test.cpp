@@ -138,11 +138,13 @@ TEST_F(Negotiation, ReplyAckForSetMemTable) {
   auto ack = a->channel().send_raw_await_ack(vu::to_u32(Request::kSetMemTable), payload, {&fd, 1});
   ASSERT_TRUE(ack.has_value()) << a->channel().last_error();
   EXPECT_NE(*ack, 0u);
-  // The refused table changed nothing: the rings still work on the old one.
+  // The refused table changed nothing: the rings still work on the old one,
+  // and the port says it was refused.
   post_rx(*a);
   post_rx(*b);
   EXPECT_TRUE(exchange(*a, fe::make_mac(1), *b, fe::make_mac(2), 20, 1));
   EXPECT_EQ(port_state("vm1"), "running");
+  EXPECT_TRUE(port_get("vm1").contains("memory_refused"));
 }
 
 // REPLY_ACK is as negotiated when the message was sent: RESET_OWNER forgets
