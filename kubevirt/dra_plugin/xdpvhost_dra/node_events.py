@@ -14,6 +14,17 @@ log = logging.getLogger("xdpvhost-dra.events")
 NAMESPACE = "default"  # where Events about cluster-scoped objects go
 COMPONENT = "xdpvhost-dra-plugin"
 MESSAGE_MAX = 1024  # an Event's message (events.k8s.io/v1: "at most 1kB")
+NAME_MAX = 253  # an Event's name is a DNS-1123 subdomain
+SUFFIX_HEX = 16  # "<object>.<16 hex digits>", as the kubelet's recorder names them
+
+
+def event_name(about_name):
+    """`<object>.<random>` within NAME_MAX: an object's own name may already
+    be 253 characters long (a Node's, a pod's), so it is cut to leave room for
+    the suffix, and a cut that ends in '.' or '-' is trimmed to stay a valid
+    subdomain."""
+    base = about_name[:NAME_MAX - 1 - SUFFIX_HEX].rstrip(".-")
+    return f"{base}.{uuid.uuid4().hex[:SUFFIX_HEX]}"
 
 
 def event_body(node, about, kind, reason, message, now=None):
@@ -23,7 +34,7 @@ def event_body(node, about, kind, reason, message, now=None):
     stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{about['name']}.{uuid.uuid4().hex[:16]}",
+        "metadata": {"name": event_name(about["name"]),
                      "namespace": about.get("namespace") or NAMESPACE},
         "involvedObject": about,
         "type": kind, "reason": reason, "message": message[:MESSAGE_MAX],

@@ -21,6 +21,7 @@ script exits 77 (ctest: skipped). Needs root (namespaces, XDP)."""
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -224,6 +225,32 @@ class MacRules(unittest.TestCase):
                 with self.assertRaises(port_mac.MacError) as e:
                     port_mac.from_vmi(objs.vmi(NS, "vm1", mac=bad), "c", "vhost", True, "vhost-port")
                 self.assertIn("VMI interface fast0: macAddress", str(e.exception))
+
+
+class EventNames(unittest.TestCase):
+    """xdpvhost_dra.node_events.event_body names an Event after its object,
+    without a node: within 253 characters and a DNS-1123 subdomain, however
+    long the object's name."""
+    SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+    def test_names_fit_whatever_the_objects_name(self):
+        from xdpvhost_dra import node_events
+        longest_label = "n" * 63
+        names = ["node-a", "virt-launcher-vm1-abcde", ".".join([longest_label] * 3) + "." + "m" * 61,
+                 "a" * 235 + "-" + "b" * 17, "a" * 235 + "." + "b" * 17, "a" * 236 + "-b"]
+        for name in names:
+            with self.subTest(len(name)):
+                about = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": "u"}
+                body = node_events.event_body("node-a", about, "Normal", "Why", "what")
+                got = body["metadata"]["name"]
+                self.assertLessEqual(len(got), 253)
+                self.assertRegex(got, self.SUBDOMAIN)
+                base, suffix = got.rsplit(".", 1)
+                self.assertRegex(suffix, r"^[0-9a-f]{16}$")
+                self.assertTrue(name.startswith(base), got)
+                self.assertEqual(objs.event_errors(body), [])
+        self.assertEqual(len(node_events.event_body("n", {"name": "x" * 253}, "Normal", "R", "m")
+                             ["metadata"]["name"]), 253)
 
 
 @needs_root()
@@ -1470,7 +1497,7 @@ class GuestTraffic(PluginTestCase):
         self.assertFalse(os.path.exists(host_dir))
 
 
-SUITES = {"base": [MacRules, QueueLimit, PluginRole, StandinQuantities, Registration, ResourceSlices,
+SUITES = {"base": [MacRules, EventNames, QueueLimit, PluginRole, StandinQuantities, Registration, ResourceSlices,
                    SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity,
                    SlotsWithoutConsumableCapacity, DeviceModeChoice, SlicesOfADownUplink,
                    SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors],
