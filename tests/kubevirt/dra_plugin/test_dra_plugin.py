@@ -1518,8 +1518,9 @@ def main():
     suite = unittest.TestSuite(loader.loadTestsFromTestCase(c) for c in classes)
     result = unittest.TextTestRunner(verbosity=2 if a.v else 1).run(suite)
     ran = result.testsRun - len(result.skipped)
-    print(f"{ran - len(result.failures) - len(result.errors)} passed, "
-          f"{len(result.failures) + len(result.errors)} failed, {len(result.skipped)} skipped")
+    # A test with failing subtests is listed once per subtest: count tests.
+    failed = len({getattr(t, "test_case", t).id() for t, _ in result.failures + result.errors})
+    print(f"{ran - failed} passed, {failed} failed, {len(result.skipped)} skipped")
     if not result.wasSuccessful():
         return 1
     return 77 if result.testsRun and ran == 0 else 0
