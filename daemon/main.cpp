@@ -29,6 +29,7 @@
 #include "metrics_service.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/daemon.hpp"
+#include "runtime/log_format.hpp"
 #include "runtime/log_level.hpp"
 #include "runtime/process_setup.hpp"
 #include "runtime/seccomp_filter.hpp"
@@ -158,12 +159,14 @@ int main(int argc, char** argv) {
   CLI::App app{"xdpvhostd: vhost-user virtio-net backend with AF_XDP uplinks"};
   std::string config_path;
   std::string log_level;
+  std::string log_format;
   bool check_only = false;
   bool check_replies = false;
   bool no_seccomp = false;
   app.add_option("-c,--config", config_path, "JSON config file (schema: proto/config.schema.json)")
       ->required();
   app.add_option("--log-level", log_level, "override the config's log level");
+  app.add_option("--log-format", log_format, "override the config's log format: text or json");
   app.add_flag("--check", check_only, "validate the config and exit");
   app.add_flag("--check-replies", check_replies,
                "validate every control reply against its proto/ schema (tests)");
@@ -173,7 +176,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("xdpvhostd"));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  std::optional<LogFormat> cli_format;
+  if (!log_format.empty()) {
+    cli_format = parse_log_format(log_format);
+    if (!cli_format) {
+      std::cerr << "xdpvhostd: --log-format: \"" << log_format << "\" is not text or json\n";
+      return 2;
+    }
+  }
+  install_log_format(cli_format.value_or(LogFormat::kText));
 
   std::optional<LogLevel> cli_level;
   if (!log_level.empty()) {
@@ -195,6 +206,7 @@ int main(int argc, char** argv) {
   }
   Config config = std::move(loaded.value());
   spdlog::set_level(to_spdlog(cli_level.value_or(config.log.level)));
+  install_log_format(cli_format.value_or(config.log.format));
 
   // Before anything else is opened or made.
   const std::string process = set_up_process();
@@ -253,6 +265,7 @@ int main(int argc, char** argv) {
             spdlog::info("reload: {}", config_path);
             daemon.reload(next.value());
             daemon.set_log_level(cli_level.value_or(next->log.level));
+            install_log_format(cli_format.value_or(next->log.format));
             listeners.reload(next.value());
             if (next->security.seccomp != seccomp)
               spdlog::warn("reload: security.seccomp takes effect at the next start");

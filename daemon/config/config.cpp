@@ -156,6 +156,7 @@ Config config_from_json(const json& j) {
   }
   if (auto it = j.find("log"); it != j.end()) {
     c.log.level = parse_log_level(it->value("level", "info")).value_or(LogLevel::kInfo);
+    c.log.format = parse_log_format(it->value("format", "text")).value_or(LogFormat::kText);
   }
   c.state_file = opt_string(j, "state_file");
   c.bpf_object = opt_string(j, "bpf_object");
@@ -213,6 +214,20 @@ std::string_view to_string(LogLevel level) {
 
 std::optional<LogLevel> parse_log_level(std::string_view text) {
   return sys::value_named(kLogLevelNames, text);
+}
+
+constexpr sys::EnumNames<LogFormat, 2> kLogFormatNames{{
+    {LogFormat::kText, "text"},
+    {LogFormat::kJson, "json"},
+}};
+static_assert(sys::in_enum_order(kLogFormatNames, 2));
+
+std::string_view to_string(LogFormat format) {
+  return sys::name_of(kLogFormatNames, format, "text");
+}
+
+std::optional<LogFormat> parse_log_format(std::string_view text) {
+  return sys::value_named(kLogFormatNames, text);
 }
 
 const PortConfig* Config::find_port(std::string_view name) const {

@@ -35,6 +35,11 @@ enum class LogLevel : std::uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff 
 std::string_view to_string(LogLevel level);
 std::optional<LogLevel> parse_log_level(std::string_view text);
 
+// How log lines look (runtime/log_format.hpp): "text" or "json".
+enum class LogFormat : std::uint8_t { kText, kJson };
+std::string_view to_string(LogFormat format);
+std::optional<LogFormat> parse_log_format(std::string_view text);
+
 struct ThreadsConfig {
   std::uint32_t count = 1;
   std::vector<std::uint32_t> cpus;  // empty: not pinned; else one per thread
@@ -59,6 +64,7 @@ struct MetricsConfig {
 
 struct LogConfig {
   LogLevel level = LogLevel::kInfo;
+  LogFormat format = LogFormat::kText;
   bool operator==(const LogConfig&) const = default;
 };
 

@@ -95,7 +95,7 @@ json to_json(const Config& c) {
       {"threads", std::move(threads)},
       {"control", std::move(control)},
       {"metrics", {{"listen", c.metrics.listen}, {"zero_breakdowns", c.metrics.zero_breakdowns}}},
-      {"log", {{"level", to_string(c.log.level)}}},
+      {"log", {{"level", to_string(c.log.level)}, {"format", to_string(c.log.format)}}},
       {"socket_dirs", c.socket_dirs},
       {"security", {{"seccomp", c.security.seccomp}}}};
   json prefixes = json::array();

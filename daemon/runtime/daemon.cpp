@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/log_format.hpp"
 #include "runtime/log_level.hpp"
 #include "sys/socket_directory.hpp"
 
@@ -108,7 +109,10 @@ std::string Daemon::start() {
 void Daemon::shutdown() {
   // Closing a port stops its rings; stopping a ring publishes and signals
   // what is pending first.
+  std::vector<std::string> names;
+  for (const auto& [name, port] : ports_) names.push_back(name);
   ports_.clear();
+  for (const auto& name : names) port_log_context().forget(name);
   uplinks_.clear();  // detaches the XDP programs, removes filter entries
   dataplane_.reset();
 }
@@ -207,8 +211,13 @@ std::string Daemon::open_port(const PortConfig& port, MtuAbove mtu_above) {
              std::string& why) { return allow_learned_mac(p, mac, why); },
       at_start);
   controller->set_learn_request_rate(config_.mac_learning.requests);
+  // Its log lines carry its VM from its first (runtime/log_format.hpp).
+  port_log_context().set(port.name, port.owner);
   std::string error;
-  if (!controller->start(error)) return error;
+  if (!controller->start(error)) {
+    port_log_context().forget(port.name);
+    return error;
+  }
   spdlog::info("port {}: {} socket {} mac {} ({}{})", port.name, vhost::to_string(port.mode),
                port.socket, port.mac ? port.mac->to_string() : "none yet",
                dataplane::to_string(port.mac_policy),
@@ -336,6 +345,7 @@ std::optional<ConfigError> Daemon::remove_port(const std::string& name) {
   ports_.erase(name);
   run_time_ports_.erase(name);
   spdlog::info("port {}: removed", name);
+  port_log_context().forget(name);
   persist();
   return std::nullopt;
 }

@@ -3,7 +3,8 @@ frames flow end it with exit code 0 within a second (a functional deadline),
 with every socket it created removed; ports and uplinks added at run time
 survive a restart through state_file (and nothing else does: tunables and
 the log level come from --config again); the log level comes from the
-config, --log-level and log.set_level."""
+config, --log-level and log.set_level; the log format (JSON lines with a
+port's VM) from the config, --log-format and a reload."""
 
 import json
 import os
@@ -185,6 +186,69 @@ class LogLevel(unittest.TestCase):
             self.assertIn("xdpvhostd running", daemon.tail(200))
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.tail())
+
+
+class LogFormat(unittest.TestCase):
+    """log.format json: every line one JSON event; an event about a port
+    names it and its owner's namespace, vm and claim, from its first line
+    to its last; SIGHUP reloads the format; --log-format overrides it."""
+
+    def events(self, daemon):
+        text = daemon.log_text(this_run=True)
+        return [json.loads(line) for line in text.splitlines() if not line.startswith("===== xvtest")]
+
+    def test_json_lines_name_the_ports_vm(self):
+        d = ctltest.workdir("logformat")
+        owner = {"namespace": "tenant-a", "vm": "web-1", "claim": "web-1-vhost-x7"}
+        config = {"ports": [{"name": "vm1", "socket": os.path.join(d, "vm1.sock"), "mac": MAC1,
+                             "owner": owner}],
+                  "log": {"level": "info", "format": "json"}}
+        daemon = ctltest.checked_daemon(d, config).start()
+        try:
+            daemon.call("port.add", name="vm2", socket=os.path.join(d, "vm2.sock"), mac=MAC2,
+                        owner={"namespace": "tenant-b", "vm": "db-0", "claim": "c2"})
+            daemon.call("port.add", name="vm3", socket=os.path.join(d, "vm3.sock"), mac=MAC3)
+            daemon.call("port.remove", name="vm2")
+            wait_until(lambda: any(e["message"] == "port vm2: removed" for e in self.events(daemon)),
+                       what="vm2's removal logged")
+            events = self.events(daemon)  # every line parses
+            for e in events:
+                self.assertLessEqual({"time", "level", "logger", "message"}, set(e), e)
+                self.assertRegex(e["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            about = {name: [e for e in events if e.get("port") == name] for name in ("vm1", "vm2", "vm3")}
+            self.assertTrue(about["vm1"] and about["vm2"] and about["vm3"], events)
+            for e in about["vm1"]:
+                self.assertEqual((e["namespace"], e["vm"], e["claim"]), ("tenant-a", "web-1", "web-1-vhost-x7"))
+            for e in about["vm2"]:  # "added" to "removed"
+                self.assertEqual((e["namespace"], e["vm"]), ("tenant-b", "db-0"), e)
+            self.assertTrue(all("vm" not in e for e in about["vm3"]), about["vm3"])
+            self.assertTrue(any(e["message"].startswith("xdpvhostd running") and "port" not in e
+                                for e in events))
+            # A reload to text: lines from then on are text.
+            config["log"]["format"] = "text"
+            with open(daemon.config_path, "w") as f:
+                json.dump(dict(daemon.config, log=config["log"]), f)
+            os.kill(daemon.pid, signal.SIGHUP)
+            wait_until(lambda: "reload: 1 service thread(s)" in daemon.log_text(this_run=True),
+                       what="the reload")
+            daemon.call("port.add", name="vm4", socket=os.path.join(d, "vm4.sock"), mac="52:54:00:00:40:04")
+            wait_until(lambda: " info port vm4: " in daemon.log_text(this_run=True),
+                       what="a text line after the reload")
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+        # --log-format overrides the config.
+        d2 = ctltest.workdir("logformat2")
+        config = {"ports": [{"name": "vm1", "socket": os.path.join(d2, "vm1.sock"), "mac": MAC1}],
+                  "log": {"level": "info", "format": "text"}}
+        daemon = ctltest.checked_daemon(d2, config, extra_args=("--check-replies", "--log-format", "json")).start()
+        try:
+            self.assertTrue(any(e["message"].startswith("xdpvhostd running") for e in self.events(daemon)))
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+        r = subprocess.run([ctltest.XDPVHOSTD, "--log-format", "xml", "--config", daemon.config_path],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn('--log-format: "xml" is not text or json', r.stderr)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python3 -m xdpvhost_sidecar [--socket PATH] [--binding-name NAME]
         [--metadata-root DIR] [--socket-root DIR] [--default-mtu N]
+        [--log-format text|json]
 
 Serves until virt-launcher calls Shutdown, or SIGTERM/SIGINT/SIGHUP/SIGQUIT."""
 
@@ -19,6 +20,8 @@ from . import (DEFAULT_BINDING_NAME, DEFAULT_CONTAINER_SOCKET_ROOT, DEFAULT_HOOK
                DEFAULT_METADATA_ROOT, DEFAULT_MTU, DRIVER_NAME)
 
 log = logging.getLogger("xdpvhost_sidecar")
+
+LOG_FORMAT_ENV = "XDPVHOST_SIDECAR_LOG_FORMAT"
 
 
 @dataclass(frozen=True)
@@ -52,10 +55,16 @@ def parse_args(argv):
                         "claim's default, %(default)s): a multiqueue VM's NIC is capped at it, "
                         "as QEMU refuses a netdev that asks for more than the port offers")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    p.add_argument("--log-format", default="text", choices=log_setup.FORMATS,
+    # KubeVirt starts a binding's sidecar with the image's command and no
+    # arguments: the image sets the format (deploy/Dockerfile, SIDECAR_LOG_FORMAT).
+    p.add_argument("--log-format", default=os.environ.get(LOG_FORMAT_ENV, "text"),
                    help="json: one JSON object per line, with the VM's namespace and name "
-                        "(default: %(default)s)")
-    return p.parse_args(argv)
+                        f"(default: ${LOG_FORMAT_ENV}, else text)")
+    args = p.parse_args(argv)
+    if args.log_format not in log_setup.FORMATS:
+        p.error(f"log format {args.log_format!r} (--log-format or ${LOG_FORMAT_ENV}): "
+                f"one of {', '.join(log_setup.FORMATS)}")
+    return args
 
 
 def main(argv=None):

@@ -263,10 +263,32 @@ class SidecarTest(unittest.TestCase):
         """--log-format json: one JSON object per line (time, level, logger,
         message), the events of a VM's domain with its namespace and name;
         and under systemd (stderr the journal's stream) each line starts
-        with its syslog priority."""
-        s = self.start("--log-format", "json")
+        with its syslog priority. KubeVirt passes the sidecar no arguments:
+        the image's $XDPVHOST_SIDECAR_LOG_FORMAT does the same."""
         self.write_metadata()
-        s.define()
+        for how in ("flag", "environment"):
+            with self.subTest(how):
+                if how == "flag":
+                    s = self.start("--log-format", "json")
+                else:
+                    os.environ["XDPVHOST_SIDECAR_LOG_FORMAT"] = "json"
+                    try:
+                        s = self.start()
+                    finally:
+                        del os.environ["XDPVHOST_SIDECAR_LOG_FORMAT"]
+                s.define()
+                self.assert_json_lines(s)
+                s.stop()
+
+    def test_a_log_format_it_does_not_know_is_refused(self):
+        env = dict(os.environ, XDPVHOST_SIDECAR_LOG_FORMAT="xml")
+        r = subprocess.run([sys.executable, "-m", "xdpvhost_sidecar", "--socket",
+                            os.path.join(self.root, "s.sock")], env=env, capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("log format 'xml' (--log-format or $XDPVHOST_SIDECAR_LOG_FORMAT)", r.stderr)
+
+    def assert_json_lines(self, s):
         lines = [line for line in s.output().splitlines() if line.strip()]
         events = [json.loads(line) for line in lines]  # every line is one
         for e in events:

@@ -97,7 +97,7 @@ TEST(SchemaDefaults, DaemonSectionsAreTheConfigDefaults) {
   EXPECT_EQ(expect_defaults("threads", written.at("threads")), 1);
   EXPECT_EQ(expect_defaults("control", written.at("control")), 3);  // socket, mode, idle_timeout_s
   EXPECT_EQ(expect_defaults("metrics", written.at("metrics")), 2);  // listen, zero_breakdowns
-  EXPECT_EQ(expect_defaults("log", written.at("log")), 1);
+  EXPECT_EQ(expect_defaults("log", written.at("log")), 2);
   EXPECT_EQ(expect_defaults("security", written.at("security")), 1);
   const json& top = config_schema().at("properties");
   EXPECT_EQ(written.at("ports"), top.at("ports").at("default"));
