@@ -161,7 +161,18 @@ void print_status(const json& status, std::ostream& out) {
   out << "xdpvhostd " << cell(status, "version");
   if (status.contains("uptime_s") && status["uptime_s"].is_number())
     out << ", up " << uptime(status["uptime_s"].get<double>());
-  out << "\n\n";
+  out << '\n';
+  if (const auto it = status.find("config"); it != status.end() && it->is_object()) {
+    const json& c = *it;
+    out << "config " << cell(c, "path") << (c.value("following", false) ? " (followed)" : "")
+        << ", " << cell(c, "reloads") << " reload(s)";
+    if (const auto& e = c.value("last_error", json()); e.is_string())
+      out << "; newest version not loaded: " << e.get<std::string>();
+    if (!array_or_empty(c, "restart_needed").empty())
+      out << "; restart needed for " << cell(c, "restart_needed");
+    out << '\n';
+  }
+  out << '\n';
   TextTable threads({"THREAD", "CPU", "STATE", "BUSY POLL US", "PORTS", "UPLINKS"},
                     {true, true, false, true, false, false});
   for (const auto& t : array_or_empty(status, "threads"))

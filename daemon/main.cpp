@@ -28,6 +28,7 @@
 #include "listen_address.hpp"
 #include "metrics_service.hpp"
 #include "runtime/capabilities.hpp"
+#include "runtime/config_follower.hpp"
 #include "runtime/daemon.hpp"
 #include "runtime/log_format.hpp"
 #include "runtime/log_level.hpp"
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::string log_level;
   std::string log_format;
+  bool follow_config = false;
   bool check_only = false;
   bool check_replies = false;
   bool no_seccomp = false;
@@ -167,6 +169,9 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--log-level", log_level, "override the config's log level");
   app.add_option("--log-format", log_format, "override the config's log format: text or json");
+  app.add_flag(
+      "--follow-config", follow_config,
+      "apply a new version of --config as it lands (a ConfigMap's update), as SIGHUP does");
   app.add_flag("--check", check_only, "validate the config and exit");
   app.add_flag("--check-replies", check_replies,
                "validate every control reply against its proto/ schema (tests)");
@@ -243,6 +248,46 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", error);
     return 1;
   }
+  // --follow-config: a new version of the file is applied as SIGHUP
+  // applies it, once it differs from the one in force (a ConfigMap's update
+  // reaches the daemon with no restart). Watched from before the seccomp
+  // filter: inotify_init1 is not on its list.
+  Config file_in_force = config;
+  auto& source = daemon.config_source();
+  source.path = config_path;
+  source.following = follow_config;
+  auto reload_config = [&](bool followed) {
+    auto next = load_config_file(config_path);
+    // A followed version that matches the one in force was touched, not
+    // changed: nothing to apply or announce.
+    if (followed && next && next.value() == file_in_force) {
+      source.last_error.clear();
+      return;
+    }
+    notify_service_manager("RELOADING=1");
+    if (!next) {
+      source.last_error = next.error().message;
+      spdlog::error("reload: {}; nothing changed", next.error().message);
+    } else {
+      source.last_error.clear();
+      spdlog::info("reload: {}{}", config_path, followed ? " (changed)" : "");
+      daemon.reload(next.value());
+      daemon.set_log_level(cli_level.value_or(next->log.level));
+      install_log_format(cli_format.value_or(next->log.format));
+      listeners.reload(next.value());
+      file_in_force = std::move(next.value());
+      ++source.reloads;
+    }
+    notify_service_manager("READY=1\nSTATUS=serving");
+  };
+  ConfigFollower follower(io, config_path, [&] { reload_config(true); });
+  if (follow_config) {
+    if (std::string error = follower.start(); !error.empty()) {
+      spdlog::critical("--follow-config: {}", error);
+      return 1;
+    }
+    spdlog::info("following {}: changes are applied as they land", config_path);
+  }
   if (std::string error = confine(daemon, daemon.config(), seccomp); !error.empty()) {
     spdlog::critical("cannot confine the daemon: {}", error);
     return 1;
@@ -257,25 +302,13 @@ int main(int argc, char** argv) {
       [&](const boost::system::error_code& ec, int signal) {
         if (ec) return;
         if (signal == SIGHUP) {
-          notify_service_manager("RELOADING=1");
-          auto next = load_config_file(config_path);
-          if (!next) {
-            spdlog::error("reload: {}; nothing changed", next.error().message);
-          } else {
-            spdlog::info("reload: {}", config_path);
-            daemon.reload(next.value());
-            daemon.set_log_level(cli_level.value_or(next->log.level));
-            install_log_format(cli_format.value_or(next->log.format));
-            listeners.reload(next.value());
-            if (next->security.seccomp != seccomp)
-              spdlog::warn("reload: security.seccomp takes effect at the next start");
-          }
-          notify_service_manager("READY=1\nSTATUS=serving");
+          reload_config(false);
           signals.async_wait(on_signal);
           return;
         }
         spdlog::info("signal {}: shutting down", signal);
         notify_service_manager("STOPPING=1");
+        follower.stop();
         listeners.stop();
         daemon.shutdown();
         io.stop();

@@ -320,7 +320,8 @@ ConfigResult<Config> parse_config(const json& document) {
   }
 }
 
-ConfigResult<Config> parse_config_text(std::string_view text) {
+ConfigResult<Config> parse_config_text(std::string_view text,
+                                       const EnvironmentLookup* environment) {
   if (json_nesting_depth(text, kMaxJsonNesting) > kMaxJsonNesting)
     return ConfigError{ConfigErrorKind::kSyntax,
                        "nested deeper than " + std::to_string(kMaxJsonNesting) + " levels",
@@ -337,6 +338,9 @@ ConfigResult<Config> parse_config_text(std::string_view text) {
   } catch (const std::exception& e) {
     return ConfigError{ConfigErrorKind::kSyntax, std::string("not valid JSON: ") + e.what(), {}};
   }
+  if (environment != nullptr)
+    if (std::string error = expand_environment(document, *environment); !error.empty())
+      return ConfigError{ConfigErrorKind::kInvalid, error, {}};
   return parse_config(document);
 }
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config_result.hpp"
+#include "config/config_environment.hpp"
 #include "controller/port_config.hpp"
 #include "controller/uplink_config.hpp"
 #include "dataplane/mac_policy.hpp"
@@ -103,10 +104,13 @@ struct Config {
   const UplinkConfig* find_uplink(std::string_view name) const;
 };
 
-// Reads and parses a config file. Messages start with the file's path.
-ConfigResult<Config> load_config_file(const std::string& path);
-// Parses config text (JSON).
-ConfigResult<Config> parse_config_text(std::string_view text);
+// Reads and parses a config file, its "${NAME}"s expanded from `environment`
+// (config_environment.hpp). Messages start with the file's path.
+ConfigResult<Config> load_config_file(const std::string& path,
+                                      const EnvironmentLookup& environment = process_environment());
+// Parses config text (JSON); with `environment`, "${NAME}"s expanded first.
+ConfigResult<Config> parse_config_text(std::string_view text,
+                                       const EnvironmentLookup* environment = nullptr);
 // Validates against config.schema.json, applies defaults, checks every rule.
 ConfigResult<Config> parse_config(const nlohmann::json& document);
 

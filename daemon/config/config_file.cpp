@@ -41,7 +41,8 @@ bool write_all(int fd, const std::string& data) {
 
 }  // namespace
 
-ConfigResult<Config> load_config_file(const std::string& path) {
+ConfigResult<Config> load_config_file(const std::string& path,
+                                      const EnvironmentLookup& environment) {
   try {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
@@ -56,7 +57,7 @@ ConfigResult<Config> load_config_file(const std::string& path) {
       }
     }
     if (in.bad()) return ConfigError{ConfigErrorKind::kIo, path + ": read error", {}};
-    auto result = parse_config_text(text);
+    auto result = parse_config_text(text, &environment);
     if (result) return result;
     ConfigError e = result.error();
     e.message = path + ": " + e.message;

@@ -135,7 +135,8 @@ RpcResult ControlApi::status(const json&) {
               {"threads", threads},
               {"ports", ports},
               {"uplinks", uplink_list(json::object()).result()},
-              {"resources", resources_json(sys::take_resource_ledger())}};
+              {"resources", resources_json(sys::take_resource_ledger())},
+              {"config", config_source_json(daemon_.config_source())}};
 }
 
 RpcResult ControlApi::port_list(const json&) {

@@ -262,4 +262,13 @@ json resources_json(const sys::ResourceLedger& l) {
               {"bpf_maps", bpf_objects(l.bpf_maps, map_type_name)}};
 }
 
+json config_source_json(const ConfigSource& s) {
+  return json{{"path", s.path},
+              {"following", s.following},
+              {"reloads", s.reloads},
+              {"last_error", s.last_error.empty() ? json(nullptr) : json(s.last_error)},
+              {"problems", s.problems},
+              {"restart_needed", s.restart_needed}};
+}
+
 }  // namespace xdpvhost::daemon

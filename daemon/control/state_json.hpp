@@ -9,6 +9,7 @@
 #include "controller/guest_port_controller.hpp"
 #include "dataplane/service_thread.hpp"
 #include "controller/uplink_controller.hpp"
+#include "runtime/config_source.hpp"
 #include "control/stats_snapshot.hpp"
 #include "sys/resource_ledger.hpp"
 
@@ -31,5 +32,7 @@ nlohmann::json uplink_status(const UplinkConfig& config,
 nlohmann::json uplink_stats(const UplinkStatsSnapshot& s);
 // What the process holds (status.resources).
 nlohmann::json resources_json(const sys::ResourceLedger& ledger);
+// Where the config came from and how its reloads went (status.config).
+nlohmann::json config_source_json(const ConfigSource& source);
 
 }  // namespace xdpvhost::daemon

@@ -24,7 +24,7 @@ dataplane::Dataplane::Options dataplane_options(const Config& config) {
 }  // namespace
 
 Daemon::Daemon(boost::asio::io_context& io, Config config, const RunTimeState& state)
-    : io_(io), config_(std::move(config)) {
+    : io_(io), config_(std::move(config)), started_security_(config_.security) {
   merge_state(state);
 }
 
@@ -427,10 +427,12 @@ std::vector<std::string> Daemon::reload(const Config& next) {
     spdlog::error("reload: {}", text);
     problems.push_back(std::move(text));
   };
-  if (!(next.threads == config_.threads))
-    problem("threads changed: takes effect at the next start");
-  if (next.bpf_object != config_.bpf_object)
-    problem("bpf_object changed: takes effect at the next start");
+  std::vector<std::string> restart_needed;
+  if (!(next.threads == config_.threads)) restart_needed.push_back("threads");
+  if (next.bpf_object != config_.bpf_object) restart_needed.push_back("bpf_object");
+  if (!(next.security == started_security_)) restart_needed.push_back("security");
+  for (const auto& section : restart_needed)
+    problem(section + " changed: takes effect at the next start");
   config_.state_file = next.state_file;
   config_.security = next.security;  // in force from the next start
   if (!(next.mac_learning == config_.mac_learning)) {
@@ -534,6 +536,8 @@ std::vector<std::string> Daemon::reload(const Config& next) {
   for (const auto& p : readd)
     if (auto e = add_port_from(p, true)) problem(e->message);
   persist();
+  config_source_.problems = problems;
+  config_source_.restart_needed = std::move(restart_needed);
   spdlog::info("reload: {} service thread(s), {} uplink(s), {} port(s){}",
                dataplane_->thread_count(), uplinks_.size(), ports_.size(),
                problems.empty() ? "" : ", " + std::to_string(problems.size()) + " problem(s)");

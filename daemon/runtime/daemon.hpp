@@ -28,6 +28,7 @@
 #include "dataplane/dataplane.hpp"
 #include "controller/guest_port_controller.hpp"
 #include "controller/uplink_controller.hpp"
+#include "runtime/config_source.hpp"
 
 namespace xdpvhost::daemon {
 
@@ -74,8 +75,10 @@ class Daemon {
   // for those whose name the file now uses. threads and bpf_object need a
   // restart: a change is logged and left. Control, metrics and log level are
   // the caller's (it owns those listeners). Returns every problem met; what
-  // could be applied is.
+  // could be applied is. Sets config_source().problems and restart_needed.
   std::vector<std::string> reload(const Config& next);
+  ConfigSource& config_source() noexcept { return config_source_; }
+  const ConfigSource& config_source() const noexcept { return config_source_; }
 
   // The ports and uplinks added at run time (what the state file holds).
   RunTimeState run_time_state() const;
@@ -133,6 +136,8 @@ class Daemon {
   std::set<std::string> run_time_ports_;
   std::set<std::string> run_time_uplinks_;
   std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
+  SecurityConfig started_security_;  // the one in force: a reload's waits for the next start
+  ConfigSource config_source_;
 };
 
 }  // namespace xdpvhost::daemon

@@ -251,5 +251,82 @@ class LogFormat(unittest.TestCase):
         self.assertIn('--log-format: "xml" is not text or json', r.stderr)
 
 
+class ConfigFollowing(unittest.TestCase):
+    """--follow-config: a new version of the file, published as the kubelet
+    publishes a ConfigMap's (a "..data" symlink renamed over the old one),
+    is applied with no signal and no restart: a port added, tunables set;
+    a version that does not load changes nothing and shows in
+    status.config; sections that need a restart are named there; a
+    version equal to the one in force is not applied again. "${NAME}" in
+    the file comes from the environment."""
+
+    def publish(self, d, config, version):
+        stamp = f"..2026_12_07.{version}"
+        os.makedirs(os.path.join(d, "cm", stamp))
+        with open(os.path.join(d, "cm", stamp, "config.json"), "w") as f:
+            f.write(config if isinstance(config, str) else json.dumps(config))
+        os.symlink(stamp, os.path.join(d, "cm", "..data_tmp"))
+        os.rename(os.path.join(d, "cm", "..data_tmp"), os.path.join(d, "cm", "..data"))
+        if not os.path.islink(os.path.join(d, "cm", "config.json")):
+            os.symlink("..data/config.json", os.path.join(d, "cm", "config.json"))
+
+    def test_a_configmap_update_is_applied_without_a_restart(self):
+        d = ctltest.workdir("follow")
+        os.makedirs(os.path.join(d, "cm"))
+        base = {"ports": [{"name": "vm1", "socket": os.path.join(d, "vm1.sock"), "mac": MAC1}],
+                "control": {"socket": os.path.join(d, "control.sock")},
+                "metrics": {"listen": "${XV_FOLLOW_IP}:" + str(ctltest.METRICS_PORT + 40)},
+                "log": {"level": "info"}}
+        self.publish(d, base, 1)
+        daemon = ctltest.checked_daemon(d, base, extra_args=("--check-replies", "--follow-config"))
+        # Daemon.start writes its config there: through the symlink, into
+        # version 1's file, with the same contents.
+        daemon.config_path = os.path.join(d, "cm", "config.json")
+        os.environ["XV_FOLLOW_IP"] = "127.0.0.1"
+        try:
+            daemon.start()
+        finally:
+            del os.environ["XV_FOLLOW_IP"]
+        try:
+            pid = daemon.pid
+            status = daemon.call("status")["config"]
+            self.assertEqual(status, {"path": daemon.config_path, "following": True, "reloads": 0,
+                                      "last_error": None, "problems": [], "restart_needed": []})
+            self.assertEqual(daemon.call("config.get")["metrics"]["listen"],
+                             f"127.0.0.1:{ctltest.METRICS_PORT + 40}")
+            # A port and a tunable: applied, no restart.
+            v2 = json.loads(json.dumps(base))
+            v2["ports"].append({"name": "vm2", "socket": os.path.join(d, "vm2.sock"), "mac": MAC2})
+            v2["tunables"] = {"busy_poll_us": 7}
+            self.publish(d, v2, 2)
+            wait_until(lambda: daemon.call("status")["config"]["reloads"] == 1, what="the update applied")
+            self.assertEqual(sorted(p["name"] for p in daemon.call("port.list")), ["vm1", "vm2"])
+            self.assertEqual(daemon.call("tunables.get")["tunables"]["busy_poll_us"], 7)
+            # A version that does not load: nothing changes, status says why.
+            self.publish(d, '{"ports": [', 3)
+            wait_until(lambda: daemon.call("status")["config"]["last_error"] is not None,
+                       what="the broken version reported")
+            self.assertIn("not valid JSON", daemon.call("status")["config"]["last_error"])
+            self.assertEqual(len(daemon.call("port.list")), 2)
+            # The same version again: no reload; the error is gone.
+            self.publish(d, v2, 4)
+            wait_until(lambda: daemon.call("status")["config"]["last_error"] is None, what="v2 again")
+            self.assertEqual(daemon.call("status")["config"]["reloads"], 1)
+            # threads: only at the next start, and status says so.
+            v5 = dict(v2, threads={"count": 2})
+            self.publish(d, v5, 5)
+            wait_until(lambda: daemon.call("status")["config"]["reloads"] == 2, what="v5")
+            self.assertEqual(daemon.call("status")["config"]["restart_needed"], ["threads"])
+            self.assertEqual(len(daemon.call("status")["threads"]), 1)
+            # SIGHUP still reloads (and re-applies the same version).
+            os.kill(pid, signal.SIGHUP)
+            wait_until(lambda: daemon.call("status")["config"]["reloads"] == 3, what="SIGHUP's reload")
+            self.assertEqual(daemon.pid, pid)
+            self.assertEqual(ctltest.ctl(daemon.control_path, "status")[0], 0)
+            self.assertIn("(followed), 3 reload(s); restart needed for", ctltest.ctl(daemon.control_path, "status")[1])
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.tail())
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,89 @@
+#include "runtime/config_follower.hpp"
+
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
+
+namespace xdpvhost::daemon {
+namespace {
+
+// The kubelet's atomic writer renames this symlink to publish a ConfigMap's
+// new contents (pkg/volume/util/atomic_writer.go).
+constexpr std::string_view kAtomicWriterData = "..data";
+
+constexpr std::uint32_t kWatched =
+    IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB;
+
+}  // namespace
+
+ConfigFollower::ConfigFollower(boost::asio::io_context& io, std::string path,
+                               std::function<void()> changed, std::chrono::milliseconds settle)
+    : changed_(std::move(changed)), settle_(settle), inotify_(io), timer_(io) {
+  const auto slash = path.rfind('/');
+  directory_ = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  file_ = slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+ConfigFollower::~ConfigFollower() {
+  stop();
+}
+
+std::string ConfigFollower::start() {
+  const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return std::string("inotify_init1: ") + std::strerror(errno);
+  inotify_.assign(fd);  // owned from here on
+  if (::inotify_add_watch(fd, directory_.c_str(), kWatched | IN_ONLYDIR) < 0) {
+    const int err = errno;
+    stop();
+    return "cannot watch " + directory_ + ": " + std::strerror(err);
+  }
+  read_events();
+  return "";
+}
+
+void ConfigFollower::stop() {
+  timer_.cancel();
+  boost::system::error_code ignored;
+  if (inotify_.is_open()) inotify_.close(ignored);
+}
+
+void ConfigFollower::read_events() {
+  inotify_.async_wait(
+      boost::asio::posix::stream_descriptor::wait_read,
+      [this](const boost::system::error_code& ec) {
+        if (ec) return;  // stopped
+        bool about_file = false;
+        for (;;) {
+          const ssize_t n = ::read(inotify_.native_handle(), buffer_, sizeof buffer_);
+          if (n <= 0) break;
+          for (ssize_t at = 0; at < n;) {
+            inotify_event event;
+            std::memcpy(&event, buffer_ + at, sizeof event);
+            const std::string_view name =
+                event.len == 0 ? std::string_view() : std::string_view(buffer_ + at + sizeof event);
+            if ((event.mask & IN_Q_OVERFLOW) != 0 || name == file_ || name == kAtomicWriterData)
+              about_file = true;
+            at += static_cast<ssize_t>(sizeof event + event.len);
+          }
+        }
+        if (about_file) {
+          ++events_;
+          settle();
+        }
+        read_events();
+      });
+}
+
+void ConfigFollower::settle() {
+  timer_.expires_after(settle_);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) changed_();
+  });
+}
+
+}  // namespace xdpvhost::daemon
