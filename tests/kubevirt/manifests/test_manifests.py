@@ -202,7 +202,7 @@ class Rendering(unittest.TestCase):
         # the grace period covers it and the plugin, and is not the 30 s default.
         self.assertTrue(2 <= pod["terminationGracePeriodSeconds"] <= 15)
         containers = {c["name"]: c for c in pod["containers"]}
-        self.assertEqual(set(containers), {"xdpvhostd", "dra-plugin"})
+        self.assertEqual(set(containers), {"xdpvhostd", "config", "dra-plugin"})
         # Guaranteed QoS: every container (init ones too) has requests == limits.
         for c in pod["containers"] + pod.get("initContainers", []):
             self.assertEqual(c["resources"]["requests"], c["resources"]["limits"], c["name"])
@@ -285,6 +285,26 @@ class Rendering(unittest.TestCase):
         self.assertIn("uplink-interfaces", next(o["data"] for o in objs if o["kind"] == "ConfigMap"
                                                 and "config.json" in o.get("data", {})))
         self.assertEqual(init["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIP")
+        # A ConfigMap edit reaches the daemon with no restart: the config
+        # container renders it as the init container did, from the same
+        # files to the same file, and the daemon follows that file.
+        follower = containers["config"]
+        command = follower["command"]
+        self.assertTrue(command[0].endswith("render-config"))
+        self.assertGreater(float(command[command.index("--follow") + 1]), 0)
+        self.assertEqual(command[-2:], init["args"][0].split()[-2:])
+        self.assertIn(f"--interfaces-file {template}/uplink-interfaces", " ".join(command))
+        self.assertEqual(command[command.index("--node-ip") + 1], "$(NODE_IP)")
+        self.assertEqual(follower["env"], init["env"])
+        self.assertIn("--follow-config", daemon.get("args", []))
+        config_mounts = {c["name"]: next(m for m in c["volumeMounts"] if m["name"] == "config")
+                         for c in pod["containers"] if c["name"] in ("xdpvhostd", "config")}
+        self.assertTrue(config_mounts["xdpvhostd"].get("readOnly"))
+        self.assertFalse(config_mounts["config"].get("readOnly", False))
+        self.assertEqual(config_mounts["xdpvhostd"]["mountPath"], config_mounts["config"]["mountPath"])
+        sc = follower["securityContext"]
+        self.assertEqual((sc["capabilities"]["drop"], sc.get("capabilities", {}).get("add"),
+                          sc["allowPrivilegeEscalation"], sc["runAsNonRoot"]), (["ALL"], None, False, True))
 
     def test_image_gives_the_daemon_the_same_capabilities(self):
         dockerfile = read_text(os.path.join(ROOT, "deploy", "Dockerfile"))
