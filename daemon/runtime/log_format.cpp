@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -51,26 +52,26 @@ std::string utc_millis(spdlog::log_clock::time_point when) {
   return text;
 }
 
-// The plugin's names (Python's, lower case): "warning", not spdlog's "warn".
-std::string_view level_name(spdlog::level::level_enum level) noexcept {
-  switch (level) {
-    case spdlog::level::trace:
-      return "trace";
-    case spdlog::level::debug:
-      return "debug";
-    case spdlog::level::info:
-      return "info";
-    case spdlog::level::warn:
-      return "warning";
-    case spdlog::level::err:
-      return "error";
-    case spdlog::level::critical:
-      return "critical";
-    case spdlog::level::off:
-    case spdlog::level::n_levels:
-      break;
-  }
-  return "info";
+// Each level's name in JSON lines (the plugin's, Python's in lower case:
+// "warning", not spdlog's "warn") and its syslog priority (sd-daemon.h).
+struct LevelFacts {
+  spdlog::level::level_enum level;
+  std::string_view name;
+  int priority;
+};
+constexpr std::array<LevelFacts, 6> kLevels{{
+    {spdlog::level::trace, "trace", 7},
+    {spdlog::level::debug, "debug", 7},
+    {spdlog::level::info, "info", 6},
+    {spdlog::level::warn, "warning", 4},
+    {spdlog::level::err, "error", 3},
+    {spdlog::level::critical, "critical", 2},
+}};
+
+const LevelFacts& facts_of(spdlog::level::level_enum level) noexcept {
+  for (const auto& f : kLevels)
+    if (f.level == level) return f;
+  return kLevels[2];  // info
 }
 
 void append(spdlog::memory_buf_t& dest, std::string_view text) {
@@ -145,7 +146,7 @@ void LogLineFormatter::format_json(const spdlog::details::log_msg& msg,
   const std::string_view message(msg.payload.data(), msg.payload.size());
   nlohmann::json event = {
       {"time", utc_millis(msg.time)},
-      {"level", level_name(msg.level)},
+      {"level", facts_of(msg.level).name},
       {"logger", std::string_view(msg.logger_name.data(), msg.logger_name.size())},
       {"message", message}};
   if (auto subject = subject_of(message)) {
@@ -174,23 +175,7 @@ bool stderr_is_journal() {
 }
 
 int syslog_priority(spdlog::level::level_enum level) noexcept {
-  switch (level) {
-    case spdlog::level::trace:
-    case spdlog::level::debug:
-      return 7;
-    case spdlog::level::info:
-      return 6;
-    case spdlog::level::warn:
-      return 4;
-    case spdlog::level::err:
-      return 3;
-    case spdlog::level::critical:
-      return 2;
-    case spdlog::level::off:
-    case spdlog::level::n_levels:
-      break;
-  }
-  return 6;
+  return facts_of(level).priority;
 }
 
 void install_log_format(LogFormat format) {
