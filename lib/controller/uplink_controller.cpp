@@ -171,9 +171,11 @@ void UplinkController::hand_flood_socket() {
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     if (!ports_[i]->status().bound.load()) continue;
     UplinkQueuePort* port = ports_[i].get();
-    dataplane_.thread(threads_[i]).call([port, flood = std::move(flood_)]() mutable {
-      port->set_flood_socket(std::move(flood));
-    });
+    dataplane_.thread(threads_[i])
+        .call([port, flood = std::move(flood_)]() mutable {
+          return port->set_flood_socket(std::move(flood));
+        })
+        .close();  // here, not on the service thread (UplinkQueuePort::Released)
     flood_port_ = i;
     return;
   }
@@ -265,7 +267,9 @@ void UplinkController::teardown() {
   unbind_queues();
   if (flood_port_ && attached_) {
     UplinkQueuePort* port = ports_[*flood_port_].get();
-    dataplane_.thread(threads_[*flood_port_]).call([port] { port->set_flood_socket(nullptr); });
+    dataplane_.thread(threads_[*flood_port_])
+        .call([port] { return port->set_flood_socket(nullptr); })
+        .close();
   }
   flood_port_.reset();
   flood_.reset();
@@ -324,10 +328,13 @@ bool UplinkController::bind_queues(std::string& error) {
       frame_facts_.socket_multi_buffer = socket->multi_buffer();
     }
     ServiceThread* thread = &dataplane_.thread(threads_[i]);
-    thread->call([thread, port, umem = std::move(umem), socket = std::move(socket)]() mutable {
-      port->bind(std::move(umem), std::move(socket));
-      thread->wait_fds_changed();
-    });
+    thread
+        ->call([thread, port, umem = std::move(umem), socket = std::move(socket)]() mutable {
+          auto previous = port->bind(std::move(umem), std::move(socket));
+          thread->wait_fds_changed();
+          return previous;
+        })
+        .close();  // here, not on the service thread (UplinkQueuePort::Released)
   }
   return ok;
 }
@@ -338,10 +345,13 @@ void UplinkController::unbind_queues() {
     if (program_) program_->unregister_socket(port->queue());
     if (!attached_) continue;
     ServiceThread* thread = &dataplane_.thread(threads_[i]);
-    thread->call([thread, port] {
-      port->unbind();
-      thread->wait_fds_changed();
-    });
+    thread
+        ->call([thread, port] {
+          auto released = port->unbind();
+          thread->wait_fds_changed();
+          return released;
+        })
+        .close();  // here, not on the service thread (UplinkQueuePort::Released)
   }
 }
 

@@ -3,6 +3,7 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <utility>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -38,7 +39,7 @@ UplinkQueuePort::UplinkQueuePort(std::uint32_t id, std::string name, std::uint32
 }
 
 UplinkQueuePort::~UplinkQueuePort() {
-  unbind();
+  unbind().close();  // detached from its thread by now: this is the control thread
 }
 
 std::string UplinkQueuePort::napi_busy_poll_reason() const {
@@ -53,9 +54,9 @@ void UplinkQueuePort::set_reason(std::string reason) {
 
 // ---- commands -------------------------------------------------------------------
 
-void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
-                           std::unique_ptr<xsk::XskSocket> socket) {
-  unbind();
+UplinkQueuePort::Released UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
+                                                std::unique_ptr<xsk::XskSocket> socket) {
+  Released previous = unbind();
   umem_ = std::move(umem);
   socket_ = std::move(socket);
   tx_reserved_ = 0;
@@ -79,27 +80,32 @@ void UplinkQueuePort::bind(std::unique_ptr<xsk::Umem> umem,
   starvation_.reset();
   apply_napi_busy_poll(/*prefer=*/true);
   wait_fds_changed();
+  return previous;
 }
 
-void UplinkQueuePort::unbind() {
+UplinkQueuePort::Released UplinkQueuePort::unbind() {
   if (socket_) {
     refresh_statistics();
     stats_base_ += stats_last_;
     stats_last_ = {};
   }
-  // The socket goes before its UMEM (libxdp ties the rings to the socket).
-  socket_.reset();
-  umem_.reset();
+  Released released;
+  released.socket = std::move(socket_);
+  released.umem = std::move(umem_);
   napi_active_ = false;
   status_.bound.store(false);
   status_.napi_busy_poll_active.store(false);
   status_.napi_id.store(0);
   wait_fds_changed();
+  return released;
 }
 
-void UplinkQueuePort::set_flood_socket(std::unique_ptr<nic::FloodSocket> flood) {
-  flood_ = std::move(flood);
+UplinkQueuePort::Released UplinkQueuePort::set_flood_socket(
+    std::unique_ptr<nic::FloodSocket> flood) {
+  Released released;
+  released.flood = std::exchange(flood_, std::move(flood));
   wait_fds_changed();
+  return released;
 }
 
 void UplinkQueuePort::set_link_up(bool up) noexcept {

@@ -58,10 +58,28 @@ class UplinkQueuePort final : public Port {
   ~UplinkQueuePort() override;
 
   // ---- commands (owning thread) ----
-  void bind(std::unique_ptr<xsk::Umem> umem, std::unique_ptr<xsk::XskSocket> socket);
-  // Drops the socket (and UMEM); frames in flight are lost with it.
-  void unbind();
-  void set_flood_socket(std::unique_ptr<nic::FloodSocket> flood);
+  // What the port let go of, for the caller to close on its own thread:
+  // never on the service thread, where closing a kernel socket can wait for
+  // an RCU grace period (AF_XDP and AF_PACKET release call synchronize_net)
+  // and every port of the thread would wait with it. The socket goes first
+  // (libxdp ties the rings to it), then its UMEM.
+  struct Released {
+    std::unique_ptr<xsk::XskSocket> socket;
+    std::unique_ptr<xsk::Umem> umem;
+    std::unique_ptr<nic::FloodSocket> flood;
+    void close() noexcept {
+      socket.reset();
+      umem.reset();
+      flood.reset();
+    }
+  };
+  // Takes the socket and its UMEM; returns any it had.
+  [[nodiscard]] Released bind(std::unique_ptr<xsk::Umem> umem,
+                              std::unique_ptr<xsk::XskSocket> socket);
+  // Lets go of the socket and UMEM; frames in flight are lost with them.
+  [[nodiscard]] Released unbind();
+  // Takes `flood` (may be null); the one it had is returned.
+  [[nodiscard]] Released set_flood_socket(std::unique_ptr<nic::FloodSocket> flood);
   void set_link_up(bool up) noexcept;
   void set_max_frame(std::uint32_t bytes) noexcept { options_.max_frame = bytes; }
   void set_tunables(const Tunables& t);

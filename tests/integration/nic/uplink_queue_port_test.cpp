@@ -34,7 +34,7 @@ class UplinkQueuePortTest : public NetnsPair, public ::testing::WithParamInterfa
     ASSERT_TRUE(path_.open(kIfA, {}, BindMode::kAuto, {}, multi_buffer)) << path_.error;
     ASSERT_EQ(path_.socket->multi_buffer(), multi_buffer) << path_.socket->bind_report();
     port_ = std::make_unique<UplinkQueuePort>(1, "uplink", 0, UplinkQueuePort::Options{});
-    port_->bind(std::move(path_.umem), std::move(path_.socket));
+    port_->bind(std::move(path_.umem), std::move(path_.socket)).close();
     port_->set_link_up(true);
   }
   void TearDown() override {
