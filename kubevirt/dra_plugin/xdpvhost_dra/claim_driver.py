@@ -1,7 +1,8 @@
 """NodePrepareResources and NodeUnprepareResources for one claim at a time,
 and the reconcile pass that puts back what is missing after a restart of
 the plugin or of the daemon. One lock serialises them all (as the Go
-kubelet plugin helper does).
+kubelet plugin helper does), across the instances of a rolling update too
+(node_lock.py).
 
 prepare: state record (phase preparing) -> socket directory -> port.add
 (client mode, the socket QEMU will create, mac_policy fixed with the MAC
@@ -13,11 +14,11 @@ record deleted. Both are idempotent: a repeated prepare of a prepared claim
 checks that everything is still in place and answers the same devices."""
 
 import logging
-import threading
 import time
 
 from . import (DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, log_setup, names, plugin_metrics,
                port_mac, vmi_queues)
+from .node_lock import NodeLock
 from .daemon_control import NAME_IN_USE, DaemonError, DaemonUnavailable
 from .kube_api import ApiError
 from .socket_dir import SocketDirError
@@ -72,7 +73,7 @@ class ClaimDriver:
         self.sockets = sockets
         self.store = store
         self.devices = devices  # callable -> {device name: UplinkDevice}
-        self.lock = threading.Lock()
+        self.lock = NodeLock(store.directory)
         self._orphans_logged = set()
         self._memory_refused = set()  # ports whose refused guest memory was reported
 

@@ -110,7 +110,7 @@ def main(argv=None):
         except OSError as e:
             log.error("--metrics-listen %s: %s", o.metrics_listen, e)
             return 1
-    plugin = PluginSockets(s, driver, o.kubelet_root)
+    plugin = PluginSockets(s, driver, o.kubelet_root, o.rolling_update_uid)
     try:
         plugin.start()
     except Exception as e:

@@ -16,7 +16,8 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Kubernetes UIDs are UUIDs; accept their character set, nothing that could
 # form a path (no '/', '.', '_').
-_UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+UID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{0,63}"
+_UID = re.compile(rf"^{UID_PATTERN}$")
 # A KubeVirt interface or network name: KubeVirt admits letters, digits, '-'
 # and '_' ("Network interface name can only contain alphabetical characters,
 # numbers, dashes (-) or underscores (_)").

@@ -58,6 +58,22 @@ def _mac_prefix(text):
         raise argparse.ArgumentTypeError(str(e))
 
 
+def add_rolling_update_uid(p):
+    p.add_argument("--rolling-update-uid", default=os.environ.get("POD_UID") or None, metavar="UID",
+                   type=_rolling_update_uid,
+                   help="this instance's sockets are dra-UID.sock and %s-UID-reg.sock, so that the old "
+                        "and the new pod of a rolling update serve side by side (kubelet 1.33+); the "
+                        "pod's UID (default: $POD_UID; none: dra.sock and %s-reg.sock)"
+                        % (DRIVER_NAME, DRIVER_NAME))
+
+
+def _rolling_update_uid(text):
+    try:
+        return names.uid("--rolling-update-uid", text)
+    except names.InvalidName as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
 def parser():
     p = argparse.ArgumentParser(
         prog="xdpvhost-dra-plugin",
@@ -78,6 +94,7 @@ def parser():
                         "restarts of the plugin (default: <kubelet-root>/plugins/%s/state)" % DRIVER_NAME)
     p.add_argument("--node-name", default=os.environ.get("NODE_NAME"), metavar="NAME",
                    help="this node's name: the ResourceSlice's node and pool (default: $NODE_NAME)")
+    add_rolling_update_uid(p)
     p.add_argument("--kubeconfig", metavar="FILE",
                    help="kubeconfig for the API server (default: in-cluster service account)")
     p.add_argument("--socket-owner", type=_owner, default=(107, 107), metavar="UID:GID",

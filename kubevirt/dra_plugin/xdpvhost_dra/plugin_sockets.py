@@ -4,16 +4,27 @@
 node pool mid-upgrade has both), started first, then the
 registration service on <kubelet-root>/plugins_registry/xdpvhost.io-reg.sock
 that the kubelet's plugin watcher finds (kubevirt/INTERFACES.md, Kubelet
-plugin sockets and registration). Both sockets are removed on stop."""
+plugin sockets and registration). Both sockets are removed on stop.
+
+With a rolling-update instance (the pod's UID), the sockets are the
+instance's own, dra-<uid>.sock and xdpvhost.io-<uid>-reg.sock, as the
+kubelet (1.33 and newer) takes them from the upstream plugin helper: the
+old and the new pod of a DaemonSet update then serve side by side, the
+kubelet calls the newest, and the old one's stop removes only its own
+sockets. Sockets of this driver that no process listens on any more (a
+pod that was killed) are removed at start."""
 
 import logging
 import os
+import re
+import socket
+import stat
 import traceback
 from concurrent import futures
 
 import grpc
 
-from . import DRIVER_NAME, plugin_metrics
+from . import DRIVER_NAME, names, plugin_metrics
 
 log = logging.getLogger("xdpvhost-dra.grpc")
 
@@ -100,15 +111,66 @@ def _listen(path, add, workers):
     return server
 
 
+def socket_paths(kubelet_root, instance=None):
+    """(DRA socket, registration socket) of an instance (None: the one
+    plugin of a node without rolling updates)."""
+    plugin_dir = os.path.join(kubelet_root, "plugins", DRIVER_NAME)
+    registry = os.path.join(kubelet_root, "plugins_registry")
+    if instance is None:
+        return os.path.join(plugin_dir, "dra.sock"), os.path.join(registry, f"{DRIVER_NAME}-reg.sock")
+    return (os.path.join(plugin_dir, f"dra-{instance}.sock"),
+            os.path.join(registry, f"{DRIVER_NAME}-{instance}-reg.sock"))
+
+
+def _listened_on(path):
+    """Whether a process accepts connections on the socket `path`."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(path)
+            return True
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        except OSError:
+            return True  # busy or slow: alive, or not ours to judge
+
+
+def remove_dead_sockets(kubelet_root, keep):
+    """Removes this driver's sockets (both kinds, any instance) that nobody
+    listens on, but the paths in `keep`; returns what was removed."""
+    plugin_dir = os.path.join(kubelet_root, "plugins", DRIVER_NAME)
+    registry = os.path.join(kubelet_root, "plugins_registry")
+    candidates = []
+    for directory, pattern in ((registry, rf"^{re.escape(DRIVER_NAME)}(-{names.UID_PATTERN})?-reg\.sock$"),
+                               (plugin_dir, rf"^dra(-{names.UID_PATTERN})?\.sock$")):
+        try:
+            entries = sorted(os.listdir(directory))
+        except FileNotFoundError:
+            continue
+        candidates += [os.path.join(directory, e) for e in entries if re.match(pattern, e)]
+    removed = []
+    for path in candidates:
+        if path in keep or not stat.S_ISSOCK(os.lstat(path).st_mode) or _listened_on(path):
+            continue
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
 class PluginSockets:
-    def __init__(self, stubs, driver, kubelet_root):
+    def __init__(self, stubs, driver, kubelet_root, instance=None):
         self.stubs = stubs
         self.driver = driver
-        self.dra_path = os.path.join(kubelet_root, "plugins", DRIVER_NAME, "dra.sock")
-        self.reg_path = os.path.join(kubelet_root, "plugins_registry", f"{DRIVER_NAME}-reg.sock")
+        self.kubelet_root = kubelet_root
+        self.dra_path, self.reg_path = socket_paths(kubelet_root, instance)
         self.servers = []
 
     def start(self):
+        for path in remove_dead_sockets(self.kubelet_root, keep={self.dra_path, self.reg_path}):
+            log.info("removed %s: no plugin serves it any more", path)
         services = [(m, dra_servicer(self.stubs.dra_pb2, m, self.driver))
                     for m in dra_services(self.stubs)]
 

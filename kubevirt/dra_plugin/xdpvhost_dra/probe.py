@@ -8,19 +8,19 @@ but cannot reach the daemon or the API server passes (the claims' errors
 say so, and a restart would not help)."""
 
 import argparse
-import os
 import sys
 
 import grpc
 
 from . import DRIVER_NAME, stubs
-from .plugin_sockets import PLUGIN_TYPE
+from .options import add_rolling_update_uid
+from .plugin_sockets import PLUGIN_TYPE, socket_paths
 
 
-def probe(kubelet_root, timeout):
+def probe(kubelet_root, timeout, instance=None):
     """None when the plugin answers as the kubelet needs, else why not."""
     s = stubs.load()
-    reg = os.path.join(kubelet_root, "plugins_registry", f"{DRIVER_NAME}-reg.sock")
+    reg = socket_paths(kubelet_root, instance)[1]
     try:
         with grpc.insecure_channel("unix:" + reg) as ch:
             info = s.reg_grpc.RegistrationStub(ch).GetInfo(s.reg_pb2.InfoRequest(), timeout=timeout)
@@ -45,9 +45,10 @@ def main(argv):
     p.add_argument("--kubelet-root", default="/var/lib/kubelet", metavar="DIR")
     p.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS",
                    help="for each of the two calls (default: %(default)s)")
+    add_rolling_update_uid(p)  # an exec probe expands no $(VAR): $POD_UID from the environment
     o = p.parse_args(argv)
     try:
-        problem = probe(o.kubelet_root, o.timeout)
+        problem = probe(o.kubelet_root, o.timeout, o.rolling_update_uid)
     except stubs.StubsError as e:
         problem = str(e)
     if problem:

@@ -111,21 +111,31 @@ def start_daemon(workdir, net, socket_root, uplinks=(("up0", NODE_IF),)):
 class Plugin:
     """The plugin as a DaemonSet would run it, in the node's network namespace."""
 
-    def __init__(self, workdir, net, control_socket, kubeconfig, extra=()):
+    def __init__(self, workdir, net, control_socket, kubeconfig, extra=(), instance=None,
+                 metrics_port=METRICS_PORT):
+        """instance: a rolling-update instance (--rolling-update-uid), with
+        sockets, log and metrics port of its own beside another instance."""
         self.workdir = workdir
         self.kubelet_root = os.path.join(workdir, "kubelet")
         self.socket_root = os.path.join(workdir, "sockets")
         self.cdi_root = os.path.join(workdir, "cdi")
         self.state_dir = os.path.join(workdir, "state")
-        self.dra_socket = os.path.join(self.kubelet_root, "plugins", DRIVER, "dra.sock")
-        self.reg_socket = os.path.join(self.kubelet_root, "plugins_registry", f"{DRIVER}-reg.sock")
-        self.log_path = os.path.join(workdir, "plugin.log")
+        if instance is None:
+            self.dra_socket = os.path.join(self.kubelet_root, "plugins", DRIVER, "dra.sock")
+            self.reg_socket = os.path.join(self.kubelet_root, "plugins_registry", f"{DRIVER}-reg.sock")
+            extra = tuple(extra)
+        else:
+            self.dra_socket = os.path.join(self.kubelet_root, "plugins", DRIVER, f"dra-{instance}.sock")
+            self.reg_socket = os.path.join(self.kubelet_root, "plugins_registry", f"{DRIVER}-{instance}-reg.sock")
+            extra = ("--rolling-update-uid", instance, *extra)
+        self.instance = instance
+        self.log_path = os.path.join(workdir, "plugin.log" if instance is None else f"plugin-{instance}.log")
         self.cmd = ["ip", "netns", "exec", net.node, PYTHON, PLUGIN,
                     "--kubelet-root", self.kubelet_root, "--control-socket", control_socket,
                     "--socket-root", self.socket_root, "--cdi-root", self.cdi_root,
                     "--state-dir", self.state_dir, "--node-name", NODE_NAME,
                     "--kubeconfig", kubeconfig, "--reconcile-interval", "0.5",
-                    "--metrics-listen", f"127.0.0.1:{METRICS_PORT}", *extra]
+                    "--metrics-listen", f"127.0.0.1:{metrics_port}", *extra]
         self.proc = None
         self.starts = 0
 

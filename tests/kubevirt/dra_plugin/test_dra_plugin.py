@@ -88,6 +88,7 @@ class PluginTestCase(unittest.TestCase):
 
     tag = "t"
     plugin_args = ()
+    plugin_instance = None  # a rolling-update instance (--rolling-update-uid)
     feature_gates = None  # the stand-in's: Kubernetes 1.36 defaults
 
     def setUp(self):
@@ -105,8 +106,9 @@ class PluginTestCase(unittest.TestCase):
         self.addCleanup(self.api.stop)
         self.node = self.api.add(objs.node(lab.NODE_NAME))
         kubeconfig = self.api.kubeconfig(os.path.join(self.dir, "kubeconfig"))
+        self.kubeconfig = kubeconfig
         self.plugin = lab.Plugin(self.dir, self.net, self.daemon.control_path, kubeconfig,
-                                 extra=self.plugin_args)
+                                 extra=self.plugin_args, instance=self.plugin_instance)
         self.addCleanup(self.dump_logs_on_failure)
         self.addCleanup(self.plugin.kill)
         self.plugin.start()
@@ -130,6 +132,10 @@ class PluginTestCase(unittest.TestCase):
             return len(self.api.sent("GET", r"/resourceslices$"))
         start = passes()
         lab.wait_until(lambda: passes() >= start + n, timeout=timeout, what=f"{n} reconcile passes")
+
+    def state_files(self):
+        """The claims' state files (not the instances' lock, .lock)."""
+        return [e for e in os.listdir(self.plugin.state_dir) if not e.startswith(".")]
 
     def published_slice(self, timeout=20):
         lab.wait_until(lambda: self.api.of("resourceslices"), timeout=timeout, what="a ResourceSlice")
@@ -172,6 +178,114 @@ class PluginTestCase(unittest.TestCase):
         finally:
             qemu.stdin.close()
             qemu.wait(10)
+
+    def check_prepared(self, c, pod, answer, queues=1):
+        uid = c["metadata"]["uid"]
+        self.assertEqual(answer.error, "")
+        self.assertEqual(len(answer.devices), 1)
+        dev = answer.devices[0]
+        self.assertEqual(list(dev.request_names), ["vhost-port"])
+        self.assertEqual((dev.pool_name, dev.device_name), (lab.NODE_NAME, "up0"))
+        self.assertEqual(list(dev.cdi_device_ids), [f"xdpvhost.io/vhost-user={uid}-up0-vhost-port",
+                                                    f"xdpvhost.io/metadata={uid}_vhost-port"])
+        # The socket directory: owner 107:107 (QEMU in virt-launcher), mode 0750.
+        dirs = os.listdir(self.plugin.socket_root)
+        self.assertEqual(len(dirs), 1)
+        host_dir = os.path.join(self.plugin.socket_root, dirs[0])
+        st = os.lstat(host_dir)
+        self.assertTrue(stat.S_ISDIR(st.st_mode))
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (107, 107, 0o750))
+        host_socket = os.path.join(host_dir, "vhost.sock")
+        self.assertLess(len(host_socket.encode()), 108)
+        # The daemon has the client port on that socket.
+        port = self.port_on(host_socket)
+        self.assertEqual(port["mode"], "client")
+        self.assertEqual(port["uplink"], "up0")
+        self.assertEqual(port["mtu"], lab.UPLINK_MTU)
+        self.assertEqual(port["queue_pairs"], queues)
+        self.assertEqual(port["owner"], {"namespace": NS, "vm": "vm1", "claim": c["metadata"]["name"]})
+        # Its MAC comes from orchestration (the plugin), never from the guest.
+        self.assertEqual((port["mac_policy"], port["mac_source"]), ("fixed", "config"), port)
+        self.assertRegex(port["mac"], r"^02(:[0-9a-f]{2}){5}$", "locally administered, --mac-prefix 02")
+        # The socket directory's CDI spec.
+        container_dir = "/var/run/xdpvhost/vhost/vhost-port"
+        spec = self.cdi_spec(f"xdpvhost.io-vhost-user_{uid}.json")
+        self.assertEqual(spec["cdiVersion"], "0.6.0")
+        self.assertEqual(spec["kind"], "xdpvhost.io/vhost-user")
+        self.assertEqual(spec["devices"], [{"name": f"{uid}-up0-vhost-port", "containerEdits": {"mounts": [
+            {"hostPath": host_dir, "containerPath": container_dir, "options": ["bind", "rw"]}]}}])
+        # The metadata file and its CDI spec.
+        md_file = os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io", "dra-device-metadata",
+                               f"{NS}_{c['metadata']['name']}", "vhost-port", "metadata.json")
+        mspec = self.cdi_spec(f"xdpvhost.io_metadata_{uid}_vhost-port.json")
+        self.assertEqual(mspec["cdiVersion"], "0.5.0")
+        self.assertEqual(mspec["kind"], "xdpvhost.io/metadata")
+        self.assertEqual(mspec["devices"], [{"name": f"{uid}_vhost-port", "containerEdits": {"mounts": [{
+            "hostPath": md_file,
+            "containerPath": "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/vhost/"
+                             "vhost-port/xdpvhost.io-metadata.json",
+            "options": ["ro", "bind"]}]}}])
+        self.assertEqual(stat.S_IMODE(os.stat(md_file).st_mode), 0o644)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(md_file)).st_mode), 0o755)
+        docs = self.metadata_stream(md_file)
+        self.assertEqual(len(docs), 1)
+        doc = docs[0]
+        self.assertEqual(doc["metadata"], {"name": c["metadata"]["name"], "namespace": NS, "uid": uid,
+                                           "generation": 1})
+        self.assertEqual(doc["podClaimName"], "vhost")
+        attrs = doc["requests"][0]["devices"][0]["attributes"]
+        self.assertEqual(doc["requests"][0]["name"], "vhost-port")
+        self.assertEqual(doc["requests"][0]["devices"][0]["driver"], "xdpvhost.io")
+        self.assertEqual(attrs, {"vhost-user-path": {"string": container_dir + "/vhost.sock"},
+                                 "mtu": {"int": lab.UPLINK_MTU}, "queues": {"int": queues}})
+        self.assertEqual(doc["requests"][0]["devices"][0]["networkData"], {"hardwareAddress": port["mac"]})
+        for k, v in attrs.items():
+            self.assertEqual(objs.attribute_errors(k, v), [])
+        return host_dir, port
+
+    def port_on(self, socket_path):
+        ports = [p for p in self.daemon.call("port.list") if p["socket"] == socket_path]
+        self.assertEqual(len(ports), 1, self.daemon.call("port.list"))
+        return self.daemon.call("port.get", name=ports[0]["name"])
+
+    def cdi_spec(self, name):
+        with open(os.path.join(self.plugin.cdi_root, name)) as f:
+            spec = json.load(f)
+        errors = [e.message for e in CDI_SCHEMA.iter_errors(spec)]
+        self.assertEqual(errors, [], name)
+        return spec
+
+    def metadata_stream(self, path):
+        """The file is a JSON stream: objects, each followed by a newline."""
+        with open(path) as f:
+            text = f.read()
+        self.assertTrue(text.endswith("\n"))
+        decoder, docs, i = json.JSONDecoder(), [], 0
+        while i < len(text):
+            if text[i].isspace():
+                i += 1
+                continue
+            doc, i = decoder.raw_decode(text, i)
+            self.assertEqual([e.message for e in METADATA_SCHEMA.iter_errors(doc)], [])
+            docs.append(doc)
+        return docs
+
+    def check_gone(self, c, host_dir, port_name):
+        uid = c["metadata"]["uid"]
+        self.assertIsNone(self.port_or_none(port_name))
+        self.assertFalse(os.path.exists(host_dir))
+        self.assertEqual(os.listdir(self.plugin.cdi_root), [])
+        self.assertFalse(os.path.exists(os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io",
+                                                     "dra-device-metadata", f"{NS}_{c['metadata']['name']}")))
+        self.assertFalse(os.path.exists(os.path.join(self.plugin.state_dir, f"{uid}.json")))
+
+    def port_or_none(self, name):
+        try:
+            return self.daemon.call("port.get", name=name)
+        except lab.RpcError as e:
+            if e.code == -32002:  # not_found
+                return None
+            raise
 
     def assert_sent_objects_valid(self):
         """Every body the plugin sent the API server fits the strict schema."""
@@ -251,6 +365,48 @@ class EventNames(unittest.TestCase):
                 self.assertEqual(objs.event_errors(body), [])
         self.assertEqual(len(node_events.event_body("n", {"name": "x" * 253}, "Normal", "R", "m")
                              ["metadata"]["name"]), 253)
+
+
+class DeadSockets(unittest.TestCase):
+    """plugin_sockets.remove_dead_sockets, without a node: this driver's
+    sockets (any instance, both kinds) that nobody listens on go; a live
+    one, our own, another driver's, and a file that is no socket stay."""
+
+    def test_only_this_drivers_dead_sockets_go(self):
+        import socket as so
+        import tempfile
+        from xdpvhost_dra import plugin_sockets
+        with tempfile.TemporaryDirectory(prefix="xvdra-dead-") as root:
+            reg = os.path.join(root, "plugins_registry")
+            plug = os.path.join(root, "plugins", "xdpvhost.io")
+            os.makedirs(reg)
+            os.makedirs(plug)
+
+            def bound(path, listen):
+                s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+                s.bind(path)
+                if listen:
+                    s.listen(1)
+                    self.addCleanup(s.close)
+                else:
+                    s.close()  # the file stays, nobody listens: a killed plugin's
+            live_reg, live_dra = (os.path.join(reg, "xdpvhost.io-aaaa-reg.sock"),
+                                  os.path.join(plug, "dra-aaaa.sock"))
+            dead = [os.path.join(reg, "xdpvhost.io-bbbb-reg.sock"), os.path.join(plug, "dra-bbbb.sock"),
+                    os.path.join(reg, "xdpvhost.io-reg.sock"), os.path.join(plug, "dra.sock")]
+            own = (os.path.join(reg, "xdpvhost.io-cccc-reg.sock"), os.path.join(plug, "dra-cccc.sock"))
+            other = os.path.join(reg, "other.io-reg.sock")
+            for path in (live_reg, live_dra):
+                bound(path, True)
+            for path in dead + list(own) + [other]:
+                bound(path, False)
+            not_a_socket = os.path.join(reg, "xdpvhost.io-dddd-reg.sock")
+            open(not_a_socket, "w").close()
+            removed = plugin_sockets.remove_dead_sockets(root, keep=set(own))
+            self.assertEqual(sorted(removed), sorted(dead))
+            for path in (live_reg, live_dra, *own, other, not_a_socket):
+                self.assertTrue(os.path.lexists(path), path)
+            self.assertEqual(plugin_sockets.remove_dead_sockets(root, keep=set(own)), [])
 
 
 @needs_root()
@@ -725,7 +881,7 @@ class ClaimErrors(PluginTestCase):
     def nothing_on_disk(self):
         for d in (self.plugin.socket_root, self.plugin.cdi_root):
             self.assertEqual(os.listdir(d) if os.path.isdir(d) else [], [], d)
-        self.assertEqual(os.listdir(self.plugin.state_dir), [])
+        self.assertEqual(self.state_files(), [])
         self.assertEqual(self.daemon.call("port.list"), [])
 
     def test_bad_claims_get_their_own_errors(self):
@@ -801,10 +957,10 @@ class ClaimErrors(PluginTestCase):
         self.check_socket_dir_access(host_dir)
         # The half-made claim is recorded, so unprepare can undo it; while the
         # daemon is away unprepare fails (the kubelet retries) and keeps the state.
-        self.assertEqual(len(os.listdir(self.plugin.state_dir)), 1)
+        self.assertEqual(len(self.state_files()), 1)
         failed = self.plugin.unprepare(objs.ref(c))[c["metadata"]["uid"]]
         self.assertIn("control socket", failed.error)
-        self.assertEqual(len(os.listdir(self.plugin.state_dir)), 1)
+        self.assertEqual(len(self.state_files()), 1)
         self.daemon.start()
         self.assertEqual(self.plugin.unprepare(objs.ref(c))[c["metadata"]["uid"]].error, "")
         self.nothing_on_disk()
@@ -813,114 +969,6 @@ class ClaimErrors(PluginTestCase):
 @needs_root()
 class PortLifecycle(PluginTestCase):
     tag = "port"
-
-    def check_prepared(self, c, pod, answer, queues=1):
-        uid = c["metadata"]["uid"]
-        self.assertEqual(answer.error, "")
-        self.assertEqual(len(answer.devices), 1)
-        dev = answer.devices[0]
-        self.assertEqual(list(dev.request_names), ["vhost-port"])
-        self.assertEqual((dev.pool_name, dev.device_name), (lab.NODE_NAME, "up0"))
-        self.assertEqual(list(dev.cdi_device_ids), [f"xdpvhost.io/vhost-user={uid}-up0-vhost-port",
-                                                    f"xdpvhost.io/metadata={uid}_vhost-port"])
-        # The socket directory: owner 107:107 (QEMU in virt-launcher), mode 0750.
-        dirs = os.listdir(self.plugin.socket_root)
-        self.assertEqual(len(dirs), 1)
-        host_dir = os.path.join(self.plugin.socket_root, dirs[0])
-        st = os.lstat(host_dir)
-        self.assertTrue(stat.S_ISDIR(st.st_mode))
-        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (107, 107, 0o750))
-        host_socket = os.path.join(host_dir, "vhost.sock")
-        self.assertLess(len(host_socket.encode()), 108)
-        # The daemon has the client port on that socket.
-        port = self.port_on(host_socket)
-        self.assertEqual(port["mode"], "client")
-        self.assertEqual(port["uplink"], "up0")
-        self.assertEqual(port["mtu"], lab.UPLINK_MTU)
-        self.assertEqual(port["queue_pairs"], queues)
-        self.assertEqual(port["owner"], {"namespace": NS, "vm": "vm1", "claim": c["metadata"]["name"]})
-        # Its MAC comes from orchestration (the plugin), never from the guest.
-        self.assertEqual((port["mac_policy"], port["mac_source"]), ("fixed", "config"), port)
-        self.assertRegex(port["mac"], r"^02(:[0-9a-f]{2}){5}$", "locally administered, --mac-prefix 02")
-        # The socket directory's CDI spec.
-        container_dir = "/var/run/xdpvhost/vhost/vhost-port"
-        spec = self.cdi_spec(f"xdpvhost.io-vhost-user_{uid}.json")
-        self.assertEqual(spec["cdiVersion"], "0.6.0")
-        self.assertEqual(spec["kind"], "xdpvhost.io/vhost-user")
-        self.assertEqual(spec["devices"], [{"name": f"{uid}-up0-vhost-port", "containerEdits": {"mounts": [
-            {"hostPath": host_dir, "containerPath": container_dir, "options": ["bind", "rw"]}]}}])
-        # The metadata file and its CDI spec.
-        md_file = os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io", "dra-device-metadata",
-                               f"{NS}_{c['metadata']['name']}", "vhost-port", "metadata.json")
-        mspec = self.cdi_spec(f"xdpvhost.io_metadata_{uid}_vhost-port.json")
-        self.assertEqual(mspec["cdiVersion"], "0.5.0")
-        self.assertEqual(mspec["kind"], "xdpvhost.io/metadata")
-        self.assertEqual(mspec["devices"], [{"name": f"{uid}_vhost-port", "containerEdits": {"mounts": [{
-            "hostPath": md_file,
-            "containerPath": "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/vhost/"
-                             "vhost-port/xdpvhost.io-metadata.json",
-            "options": ["ro", "bind"]}]}}])
-        self.assertEqual(stat.S_IMODE(os.stat(md_file).st_mode), 0o644)
-        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(md_file)).st_mode), 0o755)
-        docs = self.metadata_stream(md_file)
-        self.assertEqual(len(docs), 1)
-        doc = docs[0]
-        self.assertEqual(doc["metadata"], {"name": c["metadata"]["name"], "namespace": NS, "uid": uid,
-                                           "generation": 1})
-        self.assertEqual(doc["podClaimName"], "vhost")
-        attrs = doc["requests"][0]["devices"][0]["attributes"]
-        self.assertEqual(doc["requests"][0]["name"], "vhost-port")
-        self.assertEqual(doc["requests"][0]["devices"][0]["driver"], "xdpvhost.io")
-        self.assertEqual(attrs, {"vhost-user-path": {"string": container_dir + "/vhost.sock"},
-                                 "mtu": {"int": lab.UPLINK_MTU}, "queues": {"int": queues}})
-        self.assertEqual(doc["requests"][0]["devices"][0]["networkData"], {"hardwareAddress": port["mac"]})
-        for k, v in attrs.items():
-            self.assertEqual(objs.attribute_errors(k, v), [])
-        return host_dir, port
-
-    def port_on(self, socket_path):
-        ports = [p for p in self.daemon.call("port.list") if p["socket"] == socket_path]
-        self.assertEqual(len(ports), 1, self.daemon.call("port.list"))
-        return self.daemon.call("port.get", name=ports[0]["name"])
-
-    def cdi_spec(self, name):
-        with open(os.path.join(self.plugin.cdi_root, name)) as f:
-            spec = json.load(f)
-        errors = [e.message for e in CDI_SCHEMA.iter_errors(spec)]
-        self.assertEqual(errors, [], name)
-        return spec
-
-    def metadata_stream(self, path):
-        """The file is a JSON stream: objects, each followed by a newline."""
-        with open(path) as f:
-            text = f.read()
-        self.assertTrue(text.endswith("\n"))
-        decoder, docs, i = json.JSONDecoder(), [], 0
-        while i < len(text):
-            if text[i].isspace():
-                i += 1
-                continue
-            doc, i = decoder.raw_decode(text, i)
-            self.assertEqual([e.message for e in METADATA_SCHEMA.iter_errors(doc)], [])
-            docs.append(doc)
-        return docs
-
-    def check_gone(self, c, host_dir, port_name):
-        uid = c["metadata"]["uid"]
-        self.assertIsNone(self.port_or_none(port_name))
-        self.assertFalse(os.path.exists(host_dir))
-        self.assertEqual(os.listdir(self.plugin.cdi_root), [])
-        self.assertFalse(os.path.exists(os.path.join(self.plugin.kubelet_root, "plugins", "xdpvhost.io",
-                                                     "dra-device-metadata", f"{NS}_{c['metadata']['name']}")))
-        self.assertFalse(os.path.exists(os.path.join(self.plugin.state_dir, f"{uid}.json")))
-
-    def port_or_none(self, name):
-        try:
-            return self.daemon.call("port.get", name=name)
-        except lab.RpcError as e:
-            if e.code == -32002:  # not_found
-                return None
-            raise
 
     def test_metrics_count_calls_errors_and_repairs(self):
         def calls(call, result):
@@ -1309,6 +1357,91 @@ class PortLifecycle(PluginTestCase):
 
 @needs_root()
 @needs_root()
+@needs_root()
+class RollingUpdate(PluginTestCase):
+    """A DaemonSet update with a surge, as the kubelet (1.33+) sees it: the
+    old and the new plugin pod of the node serve side by side, each on
+    sockets named by its pod UID; a claim the old one prepared is the new
+    one's to unprepare (the state both share); the old one's stop removes
+    only its own sockets; the sockets of a killed instance go when the next
+    one starts; one lock (flock) keeps the two from working at once."""
+    tag = "roll"
+    OLD, NEW, NEXT = ("0b5c7e2a-6f1d-4c1e-9a61-3d2f5b8e9c10", "5e0f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b",
+                      "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a")
+    plugin_instance = OLD
+
+    def instance(self, uid, port):
+        p = lab.Plugin(self.dir, self.net, self.daemon.control_path, self.kubeconfig, instance=uid,
+                       metrics_port=port)
+        self.addCleanup(p.kill)
+        return p.start()
+
+    def probe(self, uid):
+        p = subprocess.run([lab.PYTHON, lab.PLUGIN, "probe", "--kubelet-root", self.plugin.kubelet_root,
+                            "--timeout", "3"], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, POD_UID=uid))
+        return p.returncode, (p.stdout + p.stderr).strip()
+
+    def test_old_and_new_pods_serve_side_by_side_and_hand_over_the_claims(self):
+        old = self.plugin
+        self.assertEqual(old.get_info().endpoint, old.dra_socket)
+        self.assertTrue(old.dra_socket.endswith(f"/dra-{self.OLD}.sock"))
+        self.assertEqual(self.probe(self.OLD), (0, "alive"))
+        self.published_slice()
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        answer = old.prepare(objs.ref(c))
+        host_dir, port = self.check_prepared(c, pod, answer[uid])
+        # The new pod starts beside the old one: both answer, each on its own.
+        new = self.instance(self.NEW, lab.METRICS_PORT + 1)
+        self.assertEqual(new.get_info().endpoint, new.dra_socket)
+        self.assertEqual(old.get_info().endpoint, old.dra_socket)
+        self.assertEqual((self.probe(self.OLD)[0], self.probe(self.NEW)[0]), (0, 0))
+        # The kubelet calls the newest: it knows the claim the old one prepared.
+        again = new.prepare(objs.ref(c))
+        self.assertEqual(list(again[uid].devices), list(answer[uid].devices))
+        self.assertEqual(again[uid].error, "")
+        # The old pod stops: its sockets go, the new one's stay and answer.
+        self.assertEqual(old.stop(), 0)
+        self.assertFalse(os.path.exists(old.reg_socket) or os.path.exists(old.dra_socket))
+        self.assertEqual(new.get_info().name, "xdpvhost.io")
+        self.assertIsNotNone(self.daemon.call("port.get", name=port["name"]))
+        self.assertEqual(new.unprepare(objs.ref(c))[uid].error, "")
+        self.check_gone(c, host_dir, port["name"])
+        # A killed instance leaves its sockets; the next one to start removes
+        # them, and never a live instance's.
+        new.kill()
+        self.assertTrue(os.path.exists(new.reg_socket) and os.path.exists(new.dra_socket))
+        nxt = self.instance(self.NEXT, lab.METRICS_PORT + 2)
+        self.assertFalse(os.path.exists(new.reg_socket) or os.path.exists(new.dra_socket))
+        registry = os.listdir(os.path.dirname(nxt.reg_socket))
+        self.assertEqual([e for e in registry if e.endswith("-reg.sock")], [os.path.basename(nxt.reg_socket)])
+        self.assertIn(f"removed {new.reg_socket}: no plugin serves it any more", nxt.tail())
+
+    def test_one_lock_across_the_instances(self):
+        """While another process holds the node's lock (the other instance
+        in a prepare), a prepare waits for it, and then runs."""
+        import fcntl
+        import threading
+        self.published_slice()
+        c, pod = self.seed_vm()
+        uid = c["metadata"]["uid"]
+        fd = os.open(os.path.join(self.plugin.state_dir, ".lock"), os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            result = {}
+            t = threading.Thread(target=lambda: result.update(self.plugin.prepare(objs.ref(c))))
+            t.start()
+            t.join(2.0)
+            self.assertTrue(t.is_alive(), "a prepare ran while another instance held the lock")
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            t.join(45)
+        finally:
+            os.close(fd)
+        self.assertFalse(t.is_alive())
+        self.check_prepared(c, pod, result[uid])
+
+
 class PluginJsonLogs(PluginTestCase):
     """--log-format json: every line the plugin writes is one JSON event
     (time, level, logger, message); those about a claim carry its
@@ -1497,11 +1630,11 @@ class GuestTraffic(PluginTestCase):
         self.assertFalse(os.path.exists(host_dir))
 
 
-SUITES = {"base": [MacRules, EventNames, QueueLimit, PluginRole, StandinQuantities, Registration, ResourceSlices,
+SUITES = {"base": [MacRules, EventNames, DeadSockets, QueueLimit, PluginRole, StandinQuantities, Registration, ResourceSlices,
                    SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity,
                    SlotsWithoutConsumableCapacity, DeviceModeChoice, SlicesOfADownUplink,
                    SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors],
-          "ports": [PortLifecycle, SocketDirLabels, SocketReachesTheVm, PluginJsonLogs],
+          "ports": [PortLifecycle, SocketDirLabels, SocketReachesTheVm, PluginJsonLogs, RollingUpdate],
           "guest": [GuestTraffic]}
 
 

@@ -193,21 +193,33 @@ class Rendering(unittest.TestCase):
 
     def check_daemonset(self, objs):
         ds = find(objs, "DaemonSet", "xdpvhost")
-        pod = ds["spec"]["template"]["spec"]
-        self.assertEqual(pod["priorityClassName"], "system-node-critical")
+        pds = find(objs, "DaemonSet", "xdpvhost-dra-plugin")
+        pod, plugin_pod = ds["spec"]["template"]["spec"], pds["spec"]["template"]["spec"]
+        for p in (pod, plugin_pod):
+            self.assertEqual(p["priorityClassName"], "system-node-critical")
+            self.assertIn({"operator": "Exists"}, p["tolerations"])
+            # xdpvhostd stops within a second (tests/control/test_lifecycle.py),
+            # the plugin within its 2 s grace; not the 30 s default.
+            self.assertTrue(2 <= p["terminationGracePeriodSeconds"] <= 15)
+        # The plugin runs wherever the daemon does.
+        self.assertEqual(plugin_pod["nodeSelector"], pod["nodeSelector"])
         self.assertTrue(pod["hostNetwork"])
-        self.assertIn({"operator": "Exists"}, pod["tolerations"])
+        self.assertFalse(pod.get("automountServiceAccountToken", True), "the daemon needs no API access")
         self.assertEqual(ds["spec"]["updateStrategy"]["type"], "RollingUpdate")
-        # xdpvhostd stops within a second (tests/control/test_lifecycle.py);
-        # the grace period covers it and the plugin, and is not the 30 s default.
-        self.assertTrue(2 <= pod["terminationGracePeriodSeconds"] <= 15)
+        # The plugin apart, updated with a surge: the new pod beside the old
+        # one (each with its own sockets and pod IP: no host network, so no
+        # port of the node is taken twice).
+        self.assertEqual(pds["spec"]["updateStrategy"],
+                         {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+        self.assertFalse(plugin_pod.get("hostNetwork", False))
         containers = {c["name"]: c for c in pod["containers"]}
-        self.assertEqual(set(containers), {"xdpvhostd", "config", "dra-plugin"})
+        self.assertEqual(set(containers), {"xdpvhostd", "config"})
+        self.assertEqual([c["name"] for c in plugin_pod["containers"]], ["dra-plugin"])
         # Guaranteed QoS: every container (init ones too) has requests == limits.
-        for c in pod["containers"] + pod.get("initContainers", []):
+        for c in pod["containers"] + pod.get("initContainers", []) + plugin_pod["containers"]:
             self.assertEqual(c["resources"]["requests"], c["resources"]["limits"], c["name"])
             self.assertEqual(set(c["resources"]["requests"]), {"cpu", "memory"}, c["name"])
-        daemon, plugin = containers["xdpvhostd"], containers["dra-plugin"]
+        daemon, plugin = containers["xdpvhostd"], plugin_pod["containers"][0]
         self.assertRegex(str(daemon["resources"]["requests"]["cpu"]), r"^[1-9][0-9]*$",
                          "whole CPUs, for the static CPU manager")
         # Probes run xdpvhostctl over the control socket (readiness: health,
@@ -236,21 +248,23 @@ class Rendering(unittest.TestCase):
         self.assertTrue(sc["allowPrivilegeEscalation"])
         self.assertNotEqual(sc["runAsUser"], 0)
         self.assertEqual(sc["seccompProfile"], {"type": "RuntimeDefault"})
-        for c in pod["containers"] + pod.get("initContainers", []):
+        for c in pod["containers"] + pod.get("initContainers", []) + plugin_pod["containers"]:
             self.assertFalse(c["securityContext"].get("privileged", False), c["name"])
         # Host paths: the kubelet's plugin and registry dirs, CDI, the socket root.
-        volumes = {v["name"]: v for v in pod["volumes"]}
-        host = {v["hostPath"]["path"]: n for n, v in volumes.items() if "hostPath" in v}
+        def host_paths(p):
+            return {v["hostPath"]["path"]: v["name"] for v in p["volumes"] if "hostPath" in v}
+        host, plugin_host = host_paths(pod), host_paths(plugin_pod)
         for path in ("/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry",
                      "/var/run/cdi", "/run/xdpvhost"):
-            self.assertIn(path, host)
+            self.assertIn(path, plugin_host)
+        self.assertIn("/run/xdpvhost", host)
         mounts = {c["name"]: {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
-                  for c in pod["containers"]}
+                  for c in pod["containers"] + plugin_pod["containers"]}
         # Same path inside as on the host, where the kubelet or the daemon
         # needs it so (sockets the kubelet dials, directories CDI mounts).
         for path in ("/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry",
                      "/var/run/cdi", "/run/xdpvhost"):
-            self.assertEqual(mounts["dra-plugin"][host[path]], path)
+            self.assertEqual(mounts["dra-plugin"][plugin_host[path]], path)
         self.assertEqual(mounts["xdpvhostd"][host["/run/xdpvhost"]], "/run/xdpvhost")
         # One control socket: the daemon's config, the plugin's flag, the
         # CLI's default, on the volume both mount.
@@ -262,15 +276,24 @@ class Rendering(unittest.TestCase):
         # ...and the plugin's own parser takes them (kubevirt/dra_plugin)
         sys.path.insert(0, os.path.join(ROOT, "kubevirt", "dra_plugin"))
         from xdpvhost_dra import options
-        parsed = options.parse([a.replace("$(NODE_NAME)", "node-a").replace("$(NODE_IP)", "fd00::7")
-                                for a in plugin["args"]])
+        pod_uid = "0b5c7e2a-6f1d-4c1e-9a61-3d2f5b8e9c10"
+        parsed = options.parse([a.replace("$(NODE_NAME)", "node-a").replace("$(POD_IP)", "fd00::7")
+                                .replace("$(POD_UID)", pod_uid) for a in plugin["args"]])
         self.assertEqual(parsed.control_socket, config["control"]["socket"])
-        # The plugin's metrics on the node's address (an IPv6 one too), at
+        # The plugin's metrics on the pod's address (an IPv6 one too), at
         # the port the pod names for the PodMonitor.
         self.assertEqual(parsed.metrics_listen, "fd00::7:9478")
         self.assertEqual([p["containerPort"] for p in plugin["ports"] if p["name"] == "dra-metrics"], [9478])
         self.assertEqual({e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in plugin["env"]},
-                         {"NODE_NAME": "spec.nodeName", "NODE_IP": "status.hostIP"})
+                         {"NODE_NAME": "spec.nodeName", "POD_IP": "status.podIP", "POD_UID": "metadata.uid"})
+        # Sockets of its own per pod, and the probe finds them ($POD_UID in
+        # its environment: an exec probe expands no $(VAR)).
+        self.assertEqual(parsed.rolling_update_uid, pod_uid)
+        from xdpvhost_dra import plugin_sockets
+        self.assertEqual(plugin_sockets.socket_paths("/var/lib/kubelet", pod_uid),
+                         (f"/var/lib/kubelet/plugins/xdpvhost.io/dra-{pod_uid}.sock",
+                          f"/var/lib/kubelet/plugins_registry/xdpvhost.io-{pod_uid}-reg.sock"))
+        self.assertNotIn("$(", " ".join(plugin["livenessProbe"]["exec"]["command"]))
         uid = daemon["securityContext"]["runAsUser"]
         self.assertIn(f"u:{uid}", args.get("--socket-acl", "").split(","),
                       "the daemon's uid needs the ACL on QEMU's socket")
@@ -316,11 +339,13 @@ class Rendering(unittest.TestCase):
     def test_podmonitor_scrapes_the_metrics_port(self):
         objs = self.rendered["kubernetes"]
         pm = find(objs, "PodMonitor", "xdpvhost")
-        ds = find(objs, "DaemonSet", "xdpvhost")
-        self.assertEqual(pm["spec"]["selector"]["matchLabels"],
-                         ds["spec"]["selector"]["matchLabels"])
-        ports = {p["name"] for c in ds["spec"]["template"]["spec"]["containers"]
-                 for p in c.get("ports", [])}
+        ports = set()
+        for name in ("xdpvhost", "xdpvhost-dra-plugin"):
+            ds = find(objs, "DaemonSet", name)
+            labels = ds["spec"]["template"]["metadata"]["labels"]
+            self.assertLessEqual(pm["spec"]["selector"]["matchLabels"].items(), labels.items(), name)
+            ports |= {p["name"] for c in ds["spec"]["template"]["spec"]["containers"]
+                      for p in c.get("ports", [])}
         self.assertEqual({ep["port"] for ep in pm["spec"]["podMetricsEndpoints"]}, {"metrics", "dra-metrics"})
         for ep in pm["spec"]["podMetricsEndpoints"]:
             self.assertIn(ep["port"], ports)
@@ -350,11 +375,16 @@ class Rendering(unittest.TestCase):
         self.assertEqual(got["network"]["binding"]["vhostuser"], kv["network"]["binding"]["vhostuser"])
         self.assertIn("l2bridge", got["network"]["binding"])
 
-    def test_openshift_scc_admits_the_daemonset(self):
+    def test_openshift_scc_admits_the_daemonsets(self):
+        for name in ("xdpvhost", "xdpvhost-dra-plugin"):
+            with self.subTest(name):
+                self.check_scc_admits(name)
+
+    def check_scc_admits(self, name):
         objs = self.rendered["openshift"]
         scc = find(objs, "SecurityContextConstraints", "xdpvhost")
-        pod = find(objs, "DaemonSet", "xdpvhost")["spec"]["template"]["spec"]
-        added = {cap for c in pod["containers"] + pod["initContainers"]
+        pod = find(objs, "DaemonSet", name)["spec"]["template"]["spec"]
+        added = {cap for c in pod["containers"] + pod.get("initContainers", [])
                  for cap in c["securityContext"]["capabilities"].get("add", [])}
         self.assertLessEqual(added, set(scc["allowedCapabilities"]))
         self.assertTrue(scc["allowHostNetwork"] and scc["allowHostDirVolumePlugin"])
