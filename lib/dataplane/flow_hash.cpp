@@ -44,7 +44,7 @@ bool has_ports(std::uint8_t protocol) noexcept {
 
 }  // namespace
 
-std::uint32_t flow_hash(const Frame& frame) noexcept {
+std::uint32_t hash_flow(const Frame& frame) noexcept {
   if (!frame.has_ethernet_header()) return 0;
   std::uint8_t b[kHashBytes];
   const std::uint32_t n = gather(frame, 0, b, kHashBytes);

@@ -21,8 +21,16 @@
 namespace xdpvhost::dataplane {
 
 // The hash of the frame's flow (see above); 0 for a frame without an
-// Ethernet header.
-std::uint32_t flow_hash(const Frame& frame) noexcept;
+// Ethernet header. Computed once per frame: later calls read what the first
+// one kept in the frame.
+std::uint32_t hash_flow(const Frame& frame) noexcept;
+inline std::uint32_t flow_hash(const Frame& frame) noexcept {
+  if (!frame.flow_hash_known) {
+    frame.flow_hash_value = hash_flow(frame);
+    frame.flow_hash_known = true;
+  }
+  return frame.flow_hash_value;
+}
 
 // Of `n` (> 0) queue groups, the one that takes the flow.
 constexpr std::size_t group_for_flow(std::uint32_t hash, std::size_t n) noexcept {

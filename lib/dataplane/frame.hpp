@@ -28,6 +28,12 @@ struct Frame {
   bool data_valid = false;
   // The Ethernet header, contiguous (valid when has_ethernet_header()).
   std::uint8_t eth[net::kEthernetHeader] = {};
+  // The flow's hash (flow_hash.hpp) once it was asked for: where a spread
+  // guest's queue group is chosen (the forwarder) and where its RX queue is
+  // (the guest port), one hash serves both; the mailbox carries it across
+  // threads. Set by flow_hash() only.
+  mutable std::uint32_t flow_hash_value = 0;
+  mutable bool flow_hash_known = false;
 
   Frame() = default;
   // A frame over one contiguous buffer; `span` must outlive the frame. The

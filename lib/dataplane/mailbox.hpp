@@ -38,6 +38,8 @@ class Mailbox {
     std::uint32_t len;
     net::ValidatedOffload offload;
     bool data_valid;
+    bool flow_hash_known;
+    std::uint32_t flow_hash_value;
   };
 
   // The byte ring is not written before use: pages never used stay unbacked.
@@ -60,6 +62,8 @@ class Mailbox {
     s.len = gather(frame, 0, bytes_.get() + at, frame.len);
     s.offload = frame.offload;
     s.data_valid = frame.data_valid;
+    s.flow_hash_known = frame.flow_hash_known;  // the sender's route hashed a spread guest's flow
+    s.flow_hash_value = frame.flow_hash_value;
     head_.store(head + 1, std::memory_order_release);
     return true;
   }
@@ -88,6 +92,8 @@ class Mailbox {
       const Span span{bytes_.get() + s.offset, s.len};
       Frame frame(span, s.offload);
       frame.data_valid = s.data_valid;
+      frame.flow_hash_known = s.flow_hash_known;
+      frame.flow_hash_value = s.flow_hash_value;
       if (!fn(s.port_id, frame)) break;
       ++tail;
       ++n;

@@ -83,6 +83,22 @@ TEST(FlowHash, FragmentsOfADatagramHashAlikeWithoutPorts) {
   EXPECT_EQ(hash_of(first), hash_of(later));
 }
 
+TEST(FlowHash, AFramesHashIsComputedOnceAndKept) {
+  // The forwarder hashes a spread guest's flow to pick its queue group, the
+  // guest port to pick its RX queue: the second reads what the first kept.
+  auto bytes = udp4(1000);
+  const Span span{bytes.data(), static_cast<std::uint32_t>(bytes.size())};
+  const Frame frame(span);
+  EXPECT_FALSE(frame.flow_hash_known);
+  const std::uint32_t first = flow_hash(frame);
+  EXPECT_TRUE(frame.flow_hash_known);
+  EXPECT_EQ(first, hash_flow(frame));
+  bytes[35] ^= 1;  // another source port under the same frame: not hashed again
+  EXPECT_EQ(flow_hash(frame), first);
+  EXPECT_NE(hash_flow(frame), first);
+  EXPECT_NE(flow_hash(Frame(span)), first) << "a new frame hashes afresh";
+}
+
 TEST(FlowHash, AVlanTagIsLookedThrough) {
   auto tag = [](std::vector<std::uint8_t> f) {
     const std::uint8_t t[4] = {0x81, 0x00, 0x00, 0x05};

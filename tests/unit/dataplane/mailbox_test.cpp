@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace xdpvhost::dataplane {
@@ -43,6 +44,22 @@ TEST(Mailbox, AFrameItsDestinationCannotTakeYetStaysInFrontUntilTaken) {
   EXPECT_EQ(box.drain(64, take), 3u);
   EXPECT_EQ(taken, (std::vector<std::uint32_t>{1, 2, 3, 4}));
   EXPECT_TRUE(box.empty());
+}
+
+TEST(Mailbox, AFlowHashTheSenderComputedCrossesWithTheFrame) {
+  Mailbox box;
+  const TaggedFrame hashed(1), plain(2);
+  const Frame sent = hashed.frame();
+  sent.flow_hash_value = 0xdeadbeef;  // as flow_hash() keeps it
+  sent.flow_hash_known = true;
+  ASSERT_TRUE(box.push(1, sent));
+  ASSERT_TRUE(box.push(2, plain.frame()));
+  std::vector<std::pair<bool, std::uint32_t>> got;
+  box.drain(64, [&](std::uint32_t, const Frame& f) {
+    got.emplace_back(f.flow_hash_known, f.flow_hash_value);
+    return true;
+  });
+  EXPECT_EQ(got, (std::vector<std::pair<bool, std::uint32_t>>{{true, 0xdeadbeef}, {false, 0}}));
 }
 
 TEST(Mailbox, AMailboxWhoseFramesWaitFillsAndRefusesTheSender) {
