@@ -61,13 +61,20 @@ std::string walk(nlohmann::json& node, const std::string& path, const Environmen
     return "";
   }
   if (node.is_object()) {
-    for (auto& [key, value] : node.items())
-      if (std::string e = walk(value, path.empty() ? key : path + "." + key, lookup); !e.empty())
-        return e;
+    for (auto& [key, value] : node.items()) {
+      std::string child = path;
+      if (!child.empty()) child += '.';
+      child += key;
+      if (std::string e = walk(value, child, lookup); !e.empty()) return e;
+    }
   } else if (node.is_array()) {
-    for (std::size_t k = 0; k < node.size(); ++k)
-      if (std::string e = walk(node[k], path + "[" + std::to_string(k) + "]", lookup); !e.empty())
-        return e;
+    for (std::size_t k = 0; k < node.size(); ++k) {
+      std::string child = path;
+      child += '[';
+      child += std::to_string(k);
+      child += ']';
+      if (std::string e = walk(node[k], child, lookup); !e.empty()) return e;
+    }
   }
   return "";
 }

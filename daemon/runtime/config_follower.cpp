@@ -21,7 +21,7 @@ constexpr std::uint32_t kWatched =
 
 }  // namespace
 
-ConfigFollower::ConfigFollower(boost::asio::io_context& io, std::string path,
+ConfigFollower::ConfigFollower(boost::asio::io_context& io, const std::string& path,
                                std::function<void()> changed, std::chrono::milliseconds settle)
     : changed_(std::move(changed)), settle_(settle), inotify_(io), timer_(io) {
   const auto slash = path.rfind('/');

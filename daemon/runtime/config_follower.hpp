@@ -20,7 +20,8 @@ namespace xdpvhost::daemon {
 
 class ConfigFollower {
  public:
-  ConfigFollower(boost::asio::io_context& io, std::string path, std::function<void()> changed,
+  ConfigFollower(boost::asio::io_context& io, const std::string& path,
+                 std::function<void()> changed,
                  std::chrono::milliseconds settle = std::chrono::milliseconds(200));
   ~ConfigFollower();
   ConfigFollower(const ConfigFollower&) = delete;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -167,8 +168,14 @@ void LogLineFormatter::format_json(const spdlog::details::log_msg& msg,
 bool stderr_is_journal() {
   const char* stream = std::getenv("JOURNAL_STREAM");
   if (stream == nullptr) return false;
-  unsigned long long dev = 0, ino = 0;
-  if (std::sscanf(stream, "%llu:%llu", &dev, &ino) != 2) return false;
+  // "<device>:<inode>", both decimal.
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long dev = std::strtoull(stream, &end, 10);
+  if (errno != 0 || end == stream || *end != ':') return false;
+  const char* inode = end + 1;
+  const unsigned long long ino = std::strtoull(inode, &end, 10);
+  if (errno != 0 || end == inode || *end != '\0') return false;
   struct stat st {};
   if (::fstat(2, &st) != 0) return false;
   return st.st_dev == dev && st.st_ino == ino;
