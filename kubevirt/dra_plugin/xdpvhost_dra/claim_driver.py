@@ -16,8 +16,8 @@ checks that everything is still in place and answers the same devices."""
 import logging
 import time
 
-from . import (DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, log_setup, names, plugin_metrics,
-               port_mac, vmi_queues)
+from . import (DRIVER_NAME, atomic_file, cdi, claim_plan, device_metadata, launcher, log_setup, names,
+               plugin_metrics, port_mac, vmi_queues)
 from .node_lock import NodeLock
 from .daemon_control import NAME_IN_USE, DaemonError, DaemonUnavailable
 from .kube_api import ApiError
@@ -185,48 +185,24 @@ class ClaimDriver:
 
     def _launcher(self, claim, namespace):
         """(VM name, VMI object or None) of the pod the claim is reserved
-        for. KubeVirt's virt-launcher pod names its VMI as its controlling
-        owner; the VMI is read for its interfaces' MACs, and failing that is
-        the claim's error (the kubelet retries). A pod without a VMI owner
-        gives the VM name of its labels (vm.kubevirt.io/name, or annotation
-        kubevirt.io/domain), else ""."""
+        for, found from the pod's name and UID alone (launcher.py). The VMI
+        is read for its interfaces' MACs; when the pod is named as a
+        launcher and no VMI lists it here, that is the claim's error (the
+        kubelet retries). A pod not named as a launcher runs no VM: ""."""
         ref = claim_plan.reserving_pod(claim)
         if ref is None:
             return "", None
         pod_name, pod_uid = ref
         try:
             names.dns_subdomain("reservedFor pod name", pod_name)
-            pod = self.api.pod(namespace, pod_name)
-        except (names.InvalidName, ApiError) as e:
+            return launcher.find(self.api, namespace, pod_name, pod_uid, self.o.node_name,
+                                 wait_s=self.o.launcher_wait)
+        except names.InvalidName as e:
             log.info("claim's pod %s/%s: %s; VM name unknown", namespace, pod_name, e)
             return "", None
-        if pod_uid and pod.metadata.uid != pod_uid:
-            log.info("pod %s/%s has UID %s, the claim is reserved for %s; VM name unknown",
-                     namespace, pod_name, pod.metadata.uid, pod_uid)
-            return "", None
-        owner = next((o for o in pod.metadata.owner_references or []
-                      if o.kind == "VirtualMachineInstance" and (o.api_version or "").startswith("kubevirt.io/")
-                      and o.controller), None)
-        if owner is not None:
-            try:
-                vm = names.dns_subdomain("the pod's VirtualMachineInstance owner", owner.name)
-                vmi = self.api.vmi(namespace, vm)
-            except (names.InvalidName, ApiError) as e:
-                raise Failure(f"pod {namespace}/{pod_name}: its VMI, whose interfaces give the ports "
-                              f"their MACs, cannot be read: {e}", "vmi") from e
-            uid = (vmi.get("metadata") or {}).get("uid")
-            if owner.uid and uid != owner.uid:
-                raise Failure(f"VMI {namespace}/{vm} has UID {uid}, pod {pod_name} belongs to {owner.uid}: "
-                              "it got replaced", "vmi")
-            return vm, vmi
-        labels = pod.metadata.labels or {}
-        annotations = pod.metadata.annotations or {}
-        vm = labels.get("vm.kubevirt.io/name") or annotations.get("kubevirt.io/domain") or ""
-        try:
-            return (names.dns_subdomain("VM name", vm) if vm else ""), None
-        except names.InvalidName as e:
-            log.info("pod %s/%s: %s; VM name left empty", namespace, pod_name, e)
-            return "", None
+        except (launcher.LauncherError, ApiError) as e:
+            raise Failure(f"pod {namespace}/{pod_name}: its VMI, whose interfaces give the ports "
+                          f"their MACs, cannot be read: {e}", "vmi") from e
 
     @staticmethod
     def _vm_queues(record, vmi):

@@ -2,8 +2,8 @@
 python client (python3-kubernetes). Debian's client (22.x) has no typed
 classes for resource.k8s.io/v1, so ResourceClaims and ResourceSlices go
 through CustomObjectsApi (plain JSON objects at the API group's REST
-paths), as do KubeVirt's VirtualMachineInstances; Nodes and Pods through
-CoreV1Api, as are the Events the plugin reports on its Node."""
+paths), as do KubeVirt's VirtualMachineInstances; Nodes through CoreV1Api, as are
+the Events the plugin reports. It reads no Pod (launcher.py says why)."""
 
 import json
 import logging
@@ -98,11 +98,13 @@ class KubeApi:
         return self._do(f"POST event {namespace}/{body['metadata']['name']}",
                         self.core.create_namespaced_event, namespace, body)
 
-    def pod(self, namespace, name):
-        return self._do(f"GET pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace)
-
     # KubeVirt (namespaced)
     def vmi(self, namespace, name):
         return self._do(f"GET virtualmachineinstance {namespace}/{name}",
                         self.custom.get_namespaced_custom_object, KUBEVIRT_GROUP, KUBEVIRT_VERSION,
                         namespace, "virtualmachineinstances", name)
+
+    def vmis(self, namespace):
+        result = self._do(f"LIST virtualmachineinstances {namespace}", self.custom.list_namespaced_custom_object,
+                          KUBEVIRT_GROUP, KUBEVIRT_VERSION, namespace, "virtualmachineinstances")
+        return result.get("items") or []

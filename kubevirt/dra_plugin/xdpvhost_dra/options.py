@@ -8,7 +8,7 @@ import grp
 import os
 import pwd
 
-from . import DRIVER_NAME, log_setup, metrics_server, names, port_mac, resource_slice, socket_watch
+from . import DRIVER_NAME, launcher, log_setup, metrics_server, names, port_mac, resource_slice, socket_watch
 from .socket_dir import SOCKET_FILE, SUN_PATH_MAX
 from .names import KEY_HEX
 
@@ -133,6 +133,10 @@ def parser():
                    help="a VM's vhost-user socket must be in its claim's directory this long after the "
                         "VM's container started; else the claim is reported (the runtime did not "
                         "apply the CDI device) (default: %(default)s)")
+    p.add_argument("--launcher-wait", type=float, default=launcher.WAIT_S, metavar="SECONDS",
+                   help="how long a prepare waits for KubeVirt to list a virt-launcher pod among its "
+                        "VMI's pods (status.activePods) before the claim fails and the kubelet retries "
+                        "(default: %(default)s)")
     p.add_argument("--mac-prefix", type=_mac_prefix, default=port_mac.parse_prefix(port_mac.DEFAULT_PREFIX),
                    metavar="OCTETS",
                    help="leading octets of the MACs the plugin generates for VM interfaces without a "
@@ -178,6 +182,8 @@ def parse(argv=None):
             p.error(f"--metrics-listen {e}")
     if o.socket_grace <= 0:
         p.error("--socket-grace must be positive")
+    if o.launcher_wait < 0:
+        p.error("--launcher-wait must not be negative")
     if o.reconcile_interval <= 0:
         p.error("--reconcile-interval must be positive")
     o.plugin_dir = os.path.join(o.kubelet_root, "plugins", DRIVER_NAME)

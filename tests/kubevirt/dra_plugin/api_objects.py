@@ -153,12 +153,13 @@ def vmi(namespace, name, *, mac=None, interface="fast0", pod_claim_name="vhost",
             "status": {"phase": "Scheduled"}}
 
 
-def launcher_pod(namespace, name, vm, vmi_obj=None, running_since=None):
-    """virt-launcher's pod of VM `vm`; owned by `vmi_obj` (controller
-    reference, as virt-controller makes it) when given; with its compute
-    container running since `running_since` (RFC 3339) when given, else as
-    the API server has it before the kubelet started it (no status)."""
+def launcher_pod(namespace, name, vm, vmi_obj=None):
+    """virt-launcher's pod of VM `vm`, as the API server has it; owned by
+    `vmi_obj` (controller reference, as virt-controller makes it) when
+    given. The plugin never reads it (it may not): the tests use its name
+    and UID for the claim's reservedFor, and run_on() records it on the VMI."""
     meta = {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+            "generateName": f"virt-launcher-{vm}-",
             "labels": {"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": vm},
             "annotations": {"kubevirt.io/domain": vm}}
     if vmi_obj is not None:
@@ -166,14 +167,29 @@ def launcher_pod(namespace, name, vm, vmi_obj=None, running_since=None):
         meta["ownerReferences"] = [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
                                     "name": vmi_obj["metadata"]["name"], "uid": vmi_obj["metadata"]["uid"],
                                     "controller": True, "blockOwnerDeletion": True}]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-           "spec": {"containers": [{"name": "compute", "image": "registry.example/virt-launcher:v1"}]}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [{"name": "compute", "image": "registry.example/virt-launcher:v1"}]}}
+
+
+def launcher_name(vm, suffix):
+    """The name the API server gives a pod of generateName
+    "virt-launcher-<vm>-": cut to 58 characters, then 5 random ones."""
+    assert len(suffix) == 5
+    return f"virt-launcher-{vm}-"[:58] + suffix
+
+
+def run_on(vmi_obj, pod, node, running_since=None):
+    """Records `pod` in the VMI's status as virt-controller does once the
+    pod is scheduled to `node` (status.activePods: pod UID -> node); with
+    `running_since` (RFC 3339), the VMI has run there since then (phase
+    Running, as virt-handler sets it once the domain runs)."""
+    status = vmi_obj.setdefault("status", {})
+    status.setdefault("activePods", {})[pod["metadata"]["uid"]] = node
+    status["nodeName"] = node
     if running_since:
-        pod["status"] = {"phase": "Running", "containerStatuses": [{
-            "name": "compute", "image": "registry.example/virt-launcher:v1", "imageID": "",
-            "ready": True, "restartCount": 0, "started": True,
-            "state": {"running": {"startedAt": running_since}}}]}
-    return pod
+        status["phase"] = "Running"
+        status["phaseTransitionTimestamps"] = [{"phase": "Running", "phaseTransitionTimestamp": running_since}]
+    return vmi_obj
 
 
 def claim(namespace, name, *, node_name, device="up0", request="vhost-port", pod=None,

@@ -134,7 +134,7 @@ class Plugin:
                     "--kubelet-root", self.kubelet_root, "--control-socket", control_socket,
                     "--socket-root", self.socket_root, "--cdi-root", self.cdi_root,
                     "--state-dir", self.state_dir, "--node-name", NODE_NAME,
-                    "--kubeconfig", kubeconfig, "--reconcile-interval", "0.5",
+                    "--kubeconfig", kubeconfig, "--reconcile-interval", "0.5", "--launcher-wait", "1",
                     "--metrics-listen", f"127.0.0.1:{metrics_port}", *extra]
         self.proc = None
         self.starts = 0

@@ -151,9 +151,11 @@ class PluginTestCase(unittest.TestCase):
 
     def seed_vm(self, claim_name="vhost-claim", vm="vm1", mac=None, pod_name=None, **kw):
         """VM `vm`'s VMI (made once; macAddress `mac` on its interface), a
-        virt-launcher pod it owns, and a claim reserved for that pod."""
-        vmi = self.api.get("virtualmachineinstances", vm, NS) or self.api.add(objs.vmi(NS, vm, mac=mac))
-        pod = self.api.add(objs.launcher_pod(NS, pod_name or f"virt-launcher-{vm}-x7k2p", vm, vmi))
+        virt-launcher pod it owns and lists on this node (status.activePods),
+        and a claim reserved for that pod."""
+        vmi = self.api.get("virtualmachineinstances", vm, NS) or objs.vmi(NS, vm, mac=mac)
+        pod = objs.launcher_pod(NS, pod_name or objs.launcher_name(vm, "x7k2p"), vm, vmi)
+        self.api.add(objs.run_on(vmi, pod, lab.NODE_NAME))
         return self.seed_claim(claim_name, pod=pod, **kw), pod
 
     def check_socket_dir_access(self, host_dir):
@@ -753,6 +755,105 @@ class DeviceModeChoice(unittest.TestCase):
         self.assertEqual(sum("2 port slots each" in line for line in logs.output), 1, logs.output)
 
 
+class LauncherLookup(unittest.TestCase):
+    """The VM of a claim's pod, found as the plugin finds it (launcher.py):
+    from the pod's name and UID alone, proven by the VMI's
+    status.activePods, through the official client against the stand-in
+    with the deployed ClusterRole, which grants no access to pods."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(lab.ROOT, "kubevirt", "dra_plugin"))
+        self.addCleanup(sys.path.remove, sys.path[0])
+        self.dir = lab.make_workdir("launcher")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.api = RecordedApiServer(cluster_role=lab.plugin_cluster_role()).start()
+        self.addCleanup(self.api.stop)
+        from xdpvhost_dra import kube_api
+        self.client = kube_api.KubeApi(self.api.kubeconfig(os.path.join(self.dir, "kubeconfig")))
+
+    def vm(self, name, suffix="x7k2p", node=lab.NODE_NAME, listed=True):
+        vmi = objs.vmi(NS, name)
+        pod = objs.launcher_pod(NS, objs.launcher_name(name, suffix), name, vmi)
+        self.api.add(objs.run_on(vmi, pod, node) if listed else vmi)
+        return vmi, pod
+
+    def find(self, pod, wait_s=0.0):
+        from xdpvhost_dra import launcher
+        return launcher.find(self.client, NS, pod["metadata"]["name"], pod["metadata"]["uid"], lab.NODE_NAME,
+                             wait_s=wait_s)
+
+    def test_the_pods_name_and_the_vmis_active_pods(self):
+        from xdpvhost_dra import launcher
+        vmi, pod = self.vm("vm1")
+        vm, found = self.find(pod)
+        self.assertEqual((vm, found["metadata"]["uid"]), ("vm1", vmi["metadata"]["uid"]))
+        # A pod not named as a launcher runs no VM: no request at all.
+        self.assertEqual(launcher.find(self.client, NS, "dpdk-app-7d4b9", str(uuid.uuid4()), lab.NODE_NAME),
+                         ("", None))
+        for name in ("virt-launcher-", "virt-launcher-x7k2p", "virt-launcher-vm1x7k2p"):
+            self.assertIsNone(launcher.name_prefix(name), name)
+        # Another pod of that name (the UID differs), the VMI on another
+        # node, the VMI not there: each is the claim's error, naming why.
+        with self.assertRaisesRegex(launcher.LauncherError, "does not list it among its pods"):
+            launcher.find(self.client, NS, pod["metadata"]["name"], str(uuid.uuid4()), lab.NODE_NAME, wait_s=0)
+        _, elsewhere = self.vm("vm2", node="node-b")
+        with self.assertRaisesRegex(launcher.LauncherError, "lists it on node 'node-b', not 'node-a'"):
+            self.find(elsewhere)
+        ghost = objs.launcher_pod(NS, "virt-launcher-vm3-g0n3x", "vm3")
+        with self.assertRaisesRegex(launcher.LauncherError, f"VMI {NS}/vm3 does not exist after 0 s"):
+            self.find(ghost)
+        self.assertEqual([r for r in self.api.requests if "/pods" in r["path"]], [])
+        self.assertEqual({r["status"] for r in self.api.requests}, {200, 404})
+
+    def test_a_pod_the_vmi_lists_a_moment_later(self):
+        """virt-controller records the pod once it is scheduled, which can
+        be after the kubelet asks for the claim: the lookup waits for it."""
+        import threading
+        vmi, pod = self.vm("vm1", listed=False)
+        timer = threading.Timer(0.5, lambda: self.api.add(objs.run_on(vmi, pod, lab.NODE_NAME)))
+        timer.start()
+        self.addCleanup(timer.cancel)
+        started = time.monotonic()
+        self.assertEqual(self.find(pod, wait_s=10)[0], "vm1")
+        self.assertLess(time.monotonic() - started, 5)
+
+    def test_a_vm_name_cut_in_its_pods_name(self):
+        """The API server cuts a generateName to 58 characters: a VM name
+        of more than 43 leaves only its start in the pod's name, and the
+        VMI that lists the pod is found among the namespace's, even beside
+        another VM whose name starts the same; a name of exactly 43 is
+        whole and needs no list."""
+        start = "a-vm-with-a-name-long-enough-to-be-cut-off-in"
+        self.assertEqual(len(start), 45)
+        vmi, pod = self.vm(start + "-its-pod-name")
+        twin, _ = self.vm(start + "-another-pod", suffix="b2c4d")
+        self.assertEqual(len(pod["metadata"]["name"]), 63)
+        self.assertEqual(self.find(pod)[0], start + "-its-pod-name")
+        self.assertEqual(len(self.api.sent("GET", r"/virtualmachineinstances$")), 1)
+        exact = "x" * 43
+        _, whole = self.vm(exact)
+        self.assertEqual(len(whole["metadata"]["name"]), 63)
+        self.assertEqual(self.find(whole)[0], exact)
+        self.assertEqual(len(self.api.sent("GET", r"/virtualmachineinstances$")), 1)
+
+    def test_the_running_since_of_a_vms_qemu(self):
+        from xdpvhost_dra import socket_watch
+        vmi, pod = self.vm("vm1")
+        name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+        self.assertIsNone(socket_watch.running_since(vmi, name, uid, lab.NODE_NAME), "scheduled only")
+        objs.run_on(vmi, pod, lab.NODE_NAME, running_since="2026-01-01T00:00:10Z")
+        self.assertEqual(socket_watch.running_since(vmi, name, uid, lab.NODE_NAME), 1767225610.0)
+        self.assertIsNone(socket_watch.running_since(vmi, name, str(uuid.uuid4()), lab.NODE_NAME))
+        # A migration's target pod on this node: since the migration began.
+        target = objs.launcher_pod(NS, objs.launcher_name("vm1", "t4rg7"), "vm1", vmi)
+        vmi["status"]["activePods"][target["metadata"]["uid"]] = "node-b"
+        vmi["status"]["migrationState"] = {"targetPod": target["metadata"]["name"], "targetNode": "node-b",
+                                           "startTimestamp": "2026-01-01T00:01:00Z"}
+        self.assertEqual(socket_watch.running_since(vmi, target["metadata"]["name"], target["metadata"]["uid"],
+                                                    "node-b"), 1767225660.0)
+        self.assertEqual(socket_watch.running_since(vmi, name, uid, lab.NODE_NAME), 1767225610.0)
+
+
 @needs_root()
 class SlicesOfADownUplink(PluginTestCase):
     """A device whose uplink is down is tainted (xdpvhost.io/uplink-down,
@@ -841,17 +942,20 @@ class PluginRole(unittest.TestCase):
         granted += [("resource.k8s.io", "resourceclaims", "get", "c"),
                     ("resource.k8s.io", "resourceclaims/status", "update", "c"),
                     ("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "xdpvhost.io"),
-                    ("", "nodes", "get", "n"), ("", "pods", "get", "p"), ("", "events", "create", None),
-                    ("kubevirt.io", "virtualmachineinstances", "get", "vm")]
+                    ("", "nodes", "get", "n"), ("", "events", "create", None),
+                    ("kubevirt.io", "virtualmachineinstances", "get", "vm"),
+                    ("kubevirt.io", "virtualmachineinstances", "list", None)]
         for g in granted:
             self.assertTrue(_allows(role, *g), g)
         refused = [("resource.k8s.io", "resourceslices", v, None) for v in ("get", "watch", "patch")]
         refused += [("resource.k8s.io", "resourceclaims", v, None) for v in ("list", "watch", "update")]
         refused += [("resource.k8s.io", "resourceclaims/status", v, "c") for v in ("get", "patch")]
         refused += [("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "other.io"),
-                    ("", "nodes", "list", None), ("", "pods", "list", None), ("", "secrets", "get", "s"),
+                    ("", "nodes", "list", None), ("", "pods", "get", "p"), ("", "pods", "list", None),
+                    ("", "pods", "watch", None), ("", "secrets", "get", "s"),
                     ("", "events", "update", "e"), ("", "events", "list", None),
-                    ("kubevirt.io", "virtualmachineinstances", "list", None)]
+                    ("kubevirt.io", "virtualmachineinstances", "watch", None),
+                    ("kubevirt.io", "virtualmachineinstances", "update", "vm")]
         for r in refused:
             self.assertFalse(_allows(role, *r), r)
 
@@ -1052,9 +1156,10 @@ class PortLifecycle(PluginTestCase):
         cores here); a claim that sets no queues gets that many, so QEMU
         never asks for more than the port has. A claim's own queues win."""
         self.published_slice()
-        vmi = self.api.add(objs.vmi(NS, "vm1", multiqueue_cpu={"sockets": 2, "cores": 2}))
-        for claim_name, config, wanted in (("by-vm", None, 4), ("by-claim", 2, 2)):
-            pod = self.api.add(objs.launcher_pod(NS, f"virt-launcher-vm1-{claim_name}", "vm1", vmi))
+        vmi = objs.vmi(NS, "vm1", multiqueue_cpu={"sockets": 2, "cores": 2})
+        for claim_name, config, wanted, suffix in (("by-vm", None, 4, "byvm0"), ("by-claim", 2, 2, "bycl0")):
+            pod = objs.launcher_pod(NS, objs.launcher_name("vm1", suffix), "vm1", vmi)
+            self.api.add(objs.run_on(vmi, pod, lab.NODE_NAME))
             c = self.seed_claim(claim_name, pod=pod, config=config and [{
                 "source": "FromClaim", "requests": ["vhost-port"],
                 "opaque": {"driver": "xdpvhost.io", "parameters": {"queues": config}}}])
@@ -1268,16 +1373,16 @@ class PortLifecycle(PluginTestCase):
             self.assertEqual(self.plugin.unprepare(objs.ref(claim))[claim["metadata"]["uid"]].error, "")
 
     def test_a_vmi_that_cannot_give_the_mac_fails_the_prepare(self):
-        """A virt-launcher pod whose VMI cannot be read, or whose interface
+        """A virt-launcher pod whose VMI is not there, or whose interface
         has a MAC no port may have, gets a claim error (the kubelet
         retries), not a port with a made-up MAC."""
         self.published_slice()
         gone = objs.vmi(NS, "vm3")  # never stored: the pod's owner is not there
-        pod = self.api.add(objs.launcher_pod(NS, "virt-launcher-vm3-g0n3x", "vm3", gone))
+        pod = objs.launcher_pod(NS, "virt-launcher-vm3-g0n3x", "vm3", gone)
         g = self.seed_claim("ghost-claim", pod=pod)
         error = self.plugin.prepare(objs.ref(g))[g["metadata"]["uid"]].error
         self.assertIn("its VMI, whose interfaces give the ports their MACs, cannot be read", error)
-        self.assertIn("404", error)
+        self.assertIn(f"VMI {NS}/vm3 does not exist after 1 s", error)
         m, _ = self.seed_vm(claim_name="multicast-claim", vm="vm4", mac="01:00:5e:00:00:01")
         error = self.plugin.prepare(objs.ref(m))[m["metadata"]["uid"]].error
         self.assertIn("VMI interface fast0: macAddress 01:00:5e:00:00:01 is a multicast address", error)
@@ -1527,8 +1632,9 @@ class SocketReachesTheVm(PluginTestCase):
     """containerd 1.7 leaves CDI off by default: the pod starts without
     the claim's directory, QEMU makes its socket inside the container, and
     the VM runs with its link down, silently. A claim whose socket is not
-    in its directory --socket-grace after the VM's compute container
-    started is reported once (log, Warning Event on the pod naming
+    in its directory --socket-grace after the VM's QEMU started (the VMI
+    Running on this node, as the VMI tells: the plugin reads no pods) is
+    reported once (log, Warning Event on the pod naming
     enable_cdi, a gauge); when QEMU's socket appears, it is fine again. A
     pod that does not run yet is not reported."""
 
@@ -1538,12 +1644,13 @@ class SocketReachesTheVm(PluginTestCase):
     def test_a_socket_that_does_not_appear_is_reported_on_the_pod(self):
         import datetime
         self.published_slice()
-        vmi = self.api.add(objs.vmi(NS, "vm1"))
+        vmi = objs.vmi(NS, "vm1")
         since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=10)).strftime(
             "%Y-%m-%dT%H:%M:%SZ")
-        pod = self.api.add(objs.launcher_pod(NS, "virt-launcher-vm1-x7k2p", "vm1", vmi, running_since=since))
+        pod = objs.launcher_pod(NS, "virt-launcher-vm1-x7k2p", "vm1", vmi)
+        self.api.add(objs.run_on(vmi, pod, lab.NODE_NAME, running_since=since))
         c = self.seed_claim("vhost-claim", pod=pod)
-        waiting, _ = self.seed_vm(claim_name="claim-vm2", vm="vm2")  # its pod has not started
+        waiting, _ = self.seed_vm(claim_name="claim-vm2", vm="vm2")  # scheduled, not running
         for claim in (c, waiting):
             self.assertEqual(self.plugin.prepare(objs.ref(claim))[claim["metadata"]["uid"]].error, "")
 
@@ -1633,7 +1740,7 @@ class GuestTraffic(PluginTestCase):
 SUITES = {"base": [MacRules, EventNames, DeadSockets, QueueLimit, PluginRole, StandinQuantities, Registration, ResourceSlices,
                    SlicesWithConsumableCapacity, SlicesWithoutConsumableCapacity,
                    SlotsWithoutConsumableCapacity, DeviceModeChoice, SlicesOfADownUplink,
-                   SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors],
+                   SlicesOfADownUplinkWithoutDeviceTaints, ClaimErrors, LauncherLookup],
           "ports": [PortLifecycle, SocketDirLabels, SocketReachesTheVm, PluginJsonLogs, RollingUpdate],
           "guest": [GuestTraffic]}
 
