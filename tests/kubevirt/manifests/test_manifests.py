@@ -48,7 +48,8 @@ KUBECTL = os.environ.get("XDPVHOST_KUBECTL") or f"{TOOLS}/kubernetes-client/usr/
 PROMTOOL = os.environ.get("XDPVHOST_PROMTOOL") or f"{TOOLS}/prometheus/usr/bin/promtool"
 NAMESPACE = "xdpvhost-system"
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "DeviceClass",
-                  "SecurityContextConstraints"}
+                  "SecurityContextConstraints", "ValidatingAdmissionPolicy",
+                  "ValidatingAdmissionPolicyBinding"}
 DAEMON_CAPS = {"NET_ADMIN", "NET_RAW", "IPC_LOCK", "SYS_ADMIN"}
 # Labels a series gets from the scrape target (PodMonitor), not from the daemon.
 TARGET_LABELS = {"node", "instance", "job", "pod"}
@@ -172,7 +173,8 @@ class Rendering(unittest.TestCase):
 
     def test_kinds_in_each_overlay(self):
         common = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
-                  "DaemonSet", "DeviceClass", "PodMonitor", "PrometheusRule"}
+                  "DaemonSet", "DeviceClass", "PodMonitor", "PrometheusRule", "ValidatingAdmissionPolicy",
+                  "ValidatingAdmissionPolicyBinding"}
         self.assertEqual({o["kind"] for o in self.rendered["kubernetes"]}, common)
         self.assertEqual({o["kind"] for o in self.rendered["openshift"]},
                          common | {"SecurityContextConstraints", "RoleBinding"})
@@ -434,6 +436,166 @@ class Rendering(unittest.TestCase):
         # queues: the port has as many queue pairs as the VM's multiqueue NIC asks for
         queues = [c["opaque"]["parameters"]["queues"] for c in rct["spec"]["spec"]["devices"]["config"]]
         self.assertEqual(queues, [vm["domain"]["cpu"]["cores"]])
+
+
+# ---- the admission policies, evaluated ----------------------------------
+
+PLUGIN_USER = f"system:serviceaccount:{NAMESPACE}:xdpvhost"
+
+
+def plugin_user(node="node-a"):
+    """The plugin's user info as the API server has it for a token bound to
+    its pod on `node` (ServiceAccountTokenPodNodeInfo); node None: a token
+    bound to no pod."""
+    extra = {"authentication.kubernetes.io/pod-name": ["xdpvhost-dra-plugin-x7k2p"],
+             "authentication.kubernetes.io/pod-uid": ["6f1c1e9e-6a43-4f0e-9d55-2b8b1b0ec0a1"]}
+    if node is not None:
+        extra["authentication.kubernetes.io/node-name"] = [node]
+        extra["authentication.kubernetes.io/node-uid"] = ["0d4a0f2e-0f5e-4f7a-8f3e-7e2e6f1b9c3d"]
+    return {"username": PLUGIN_USER, "uid": "3b1f0c58-5a8d-4c52-8d3c-1e9a1c7b6d10",
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated"],
+            "extra": extra}
+
+
+def resource_slice(node):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-xdpvhost.io-abcde"},
+            "spec": {"driver": "xdpvhost.io", "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "up0"}]}}
+
+
+def allocated_claim(node, devices=None, driver="xdpvhost.io"):
+    """A claim allocated `driver`'s device up0 of `node` (the pool is the
+    node's name), reserved for a pod, with status.devices `devices`."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "vm1-vhost", "namespace": "default",
+                          "uid": "9a3c3c1e-2f7b-4d5e-8a9b-0c1d2e3f4a5b"},
+             "spec": {"devices": {"requests": [{"name": "vhost-port",
+                                                "exactly": {"deviceClassName": "xdpvhost"}}]}},
+             "status": {"allocation": {
+                 "devices": {"results": [{"request": "vhost-port", "driver": driver, "pool": node,
+                                          "device": "up0"}]},
+                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                     {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+                 "reservedFor": [{"resource": "pods", "name": "virt-launcher-vm1-x7k2p",
+                                  "uid": "1e2d3c4b-5a69-4788-9a0b-c1d2e3f4a5b6"}]}}
+    if devices:
+        claim["status"]["devices"] = devices
+    return claim
+
+
+def device_status(node, driver="xdpvhost.io"):
+    return {"driver": driver, "pool": node, "device": "up0",
+            "networkData": {"hardwareAddress": "02:00:00:00:00:ab"}, "data": {"port": "dra-1"}}
+
+
+class AdmissionPolicies(unittest.TestCase):
+    """The ValidatingAdmissionPolicies keep each DRA plugin to its own
+    node's ResourceSlices and claims. Their CEL is evaluated by
+    check_policies.mjs (the stand-in for the API server's admission,
+    around a real CEL evaluator) on requests as the API server hands them
+    to admission: the plugin's own writes pass, everything else a plugin
+    could do with its ClusterRole is denied with a message, and other
+    users' writes are not touched."""
+
+    @classmethod
+    def setUpClass(cls):
+        rendered = kustomize(os.path.join(KUBE, "overlays", "kubernetes"))
+        cls.policies = [o for o in rendered if o["kind"] == "ValidatingAdmissionPolicy"]
+        cls.bindings = [o for o in rendered if o["kind"] == "ValidatingAdmissionPolicyBinding"]
+
+    def verdicts(self, requests):
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump({"policies": self.policies, "bindings": self.bindings, "requests": requests}, f)
+            f.flush()
+            r = subprocess.run(["node", os.path.join(HERE, "check_policies.mjs"), f.name],
+                               capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = dict(line.split(": ", 1) for line in r.stdout.splitlines())
+        self.assertEqual(len(lines), len(requests), r.stdout)
+        return lines
+
+    @staticmethod
+    def slice_request(name, operation, node, user=None):
+        obj = resource_slice(node)
+        return {"name": name, "operation": operation, "userInfo": user or plugin_user(),
+                "group": "resource.k8s.io", "version": "v1", "resource": "resourceslices",
+                "object": None if operation == "DELETE" else obj,
+                "oldObject": None if operation == "CREATE" else obj}
+
+    @staticmethod
+    def status_request(name, old, new, user=None):
+        return {"name": name, "operation": "UPDATE", "userInfo": user or plugin_user(),
+                "group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims",
+                "subResource": "status", "object": new, "oldObject": old}
+
+    def test_the_policies_are_bound(self):
+        self.assertEqual(sorted(b["spec"]["policyName"] for b in self.bindings),
+                         sorted(p["metadata"]["name"] for p in self.policies))
+        for b in self.bindings:
+            self.assertEqual(b["spec"]["validationActions"], ["Deny"])
+        for p in self.policies:
+            self.assertEqual(p["spec"]["failurePolicy"], "Fail")
+
+    def test_resource_slices_of_its_own_node_only(self):
+        scheduler = {"username": "system:kube-scheduler", "groups": ["system:authenticated"]}
+        requests = [self.slice_request(f"{op.lower()} own", op, "node-a") for op in ("CREATE", "UPDATE", "DELETE")]
+        requests += [self.slice_request(f"{op.lower()} other", op, "node-b") for op in ("CREATE", "UPDATE", "DELETE")]
+        requests += [self.slice_request("unbound token", "CREATE", "node-a", plugin_user(None)),
+                     self.slice_request("another user", "CREATE", "node-b", scheduler)]
+        v = self.verdicts(requests)
+        for op in ("create", "update", "delete"):
+            self.assertEqual(v[f"{op} own"], "allowed")
+            self.assertEqual(v[f"{op} other"], "denied by xdpvhost-dra-plugin-node-slices: the xdpvhost DRA "
+                             "plugin on node node-a may not write a ResourceSlice of node node-b")
+        self.assertIn("carries no node", v["unbound token"])
+        self.assertEqual(v["another user"], "allowed")
+
+    def test_claim_status_of_its_own_nodes_devices_only(self):
+        own = allocated_claim("node-a")
+        other_driver = device_status("node-a", driver="gpu.example.com")
+        with_other = allocated_claim("node-a", [other_driver])
+        moved = allocated_claim("node-a", [device_status("node-a")])
+        moved["status"]["allocation"]["devices"]["results"][0]["device"] = "up1"
+        unreserved = allocated_claim("node-a", [device_status("node-a")])
+        del unreserved["status"]["reservedFor"]
+        requests = [
+            self.status_request("write", own, allocated_claim("node-a", [device_status("node-a")])),
+            self.status_request("clear", allocated_claim("node-a", [device_status("node-a")]), own),
+            self.status_request("beside another driver", with_other,
+                                allocated_claim("node-a", [other_driver, device_status("node-a")])),
+            self.status_request("another node's claim", allocated_claim("node-b"),
+                                allocated_claim("node-b", [device_status("node-b")])),
+            self.status_request("another driver's claim", allocated_claim("node-a", driver="gpu.example.com"),
+                                allocated_claim("node-a", [device_status("node-a")],
+                                                driver="gpu.example.com")),
+            self.status_request("an entry for another pool", own, allocated_claim("node-a", [device_status("node-b")])),
+            self.status_request("the allocation changed", own, moved),
+            self.status_request("reservedFor dropped", own, unreserved),
+            self.status_request("another driver's entry dropped", with_other,
+                                allocated_claim("node-a", [device_status("node-a")])),
+            self.status_request("an unallocated claim", {**own, "status": {}},
+                                {**own, "status": {"devices": [device_status("node-a")]}}),
+            self.status_request("unbound token", own, allocated_claim("node-a", [device_status("node-a")]),
+                                plugin_user(None)),
+            self.status_request("the claim controller", own, {**own, "status": {}},
+                                {"username": "system:serviceaccount:kube-system:resource-claim-controller"}),
+        ]
+        v = self.verdicts(requests)
+        for name in ("write", "clear", "beside another driver", "the claim controller"):
+            self.assertEqual(v[name], "allowed", name)
+        policy = "denied by xdpvhost-dra-plugin-node-claims: "
+        for name in ("another node's claim", "another driver's claim", "an unallocated claim"):
+            self.assertEqual(v[name], policy + "the xdpvhost DRA plugin on node node-a may write only the "
+                             "status of claims allocated a device of that node", name)
+        for name in ("the allocation changed", "reservedFor dropped"):
+            self.assertEqual(v[name], policy + "the xdpvhost DRA plugin may not change a claim's allocation "
+                             "or reservedFor", name)
+        for name in ("an entry for another pool", "another driver's entry dropped"):
+            self.assertTrue(v[name].startswith(policy + "the xdpvhost DRA plugin may write status.devices "
+                                               "only for its own node's"), v[name])
+        self.assertIn("carries no node", v["unbound token"])
 
 
 # ---- metric names against a real scrape -----------------------------------
