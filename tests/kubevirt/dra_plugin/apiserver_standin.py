@@ -185,7 +185,7 @@ class RecordedApiServer:
                 body = self._body() if method in ("POST", "PUT", "PATCH") else None
                 record = {"method": method, "path": url.path, "query": query, "body": body}
                 with server.lock:
-                    code, obj = server._serve(self, method, url.path, query, body)
+                    code, obj = server._serve(self, method, url.path, query, body, record)
                     record["status"] = code
                     server.requests.append(record)
                 self._reply(code, obj)
@@ -207,8 +207,10 @@ class RecordedApiServer:
 
         return Handler
 
-    def _serve(self, h, method, path, query, body):
-        """Runs under self.lock; returns (status, object)."""
+    def _serve(self, h, method, path, query, body, record):
+        """Runs under self.lock; returns (status, object). A write to a
+        stored object records it as it was (record["old"]), as admission
+        sees it."""
         m = _RESOURCE.match(path) or _CORE.match(path) or _EVENTS.match(path)
         if not m:
             return h._status(404, "NotFound", f"the server could not find the requested resource ({path})")
@@ -268,6 +270,8 @@ class RecordedApiServer:
         current = self.objects.get(key)
         if current is None:
             return h._status(404, "NotFound", f'{what} "{name}" not found', name, plural)
+        if method != "GET":
+            record["old"] = json.loads(json.dumps(current))
         if method == "GET":
             return 200, current
         if method == "DELETE":

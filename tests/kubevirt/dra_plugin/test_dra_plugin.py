@@ -33,7 +33,7 @@ import unittest
 import uuid
 
 import node_lab as lab
-from xvtest import procfs
+from xvtest import admission, procfs
 import api_objects as objs
 from apiserver_slices import KUBE_1_35_GATES, canonical_quantity
 from apiserver_standin import RecordedApiServer
@@ -290,7 +290,11 @@ class PluginTestCase(unittest.TestCase):
             raise
 
     def assert_sent_objects_valid(self):
-        """Every body the plugin sent the API server fits the strict schema."""
+        """Every body the plugin sent the API server fits the strict schema,
+        and every write of a ResourceSlice or a claim's status passes the
+        admission policies that keep a plugin to its node
+        (deploy/kubernetes/base/admission-policy.yaml)."""
+        self.assert_writes_admitted()
         sent = self.api.sent("POST") + self.api.sent("PUT") + self.api.sent("PATCH")
         for r in sent:
             body = r["body"]
@@ -302,6 +306,25 @@ class PluginTestCase(unittest.TestCase):
                 errors += objs.slice_prose_errors(body)
             self.assertEqual(errors, [], f"{r['method']} {r['path']}: {errors}")
         return sent
+
+
+    def assert_writes_admitted(self):
+        requests = []
+        for i, r in enumerate(self.api.requests):
+            m = re.match(r"^/apis/resource\.k8s\.io/v1/(?:namespaces/[^/]+/)?(resourceslices|resourceclaims)"
+                         r"(?:/[^/]+)?(/status)?$", r["path"])
+            if not m or r["method"] == "GET" or r["query"].get("dryRun") == "All" or r["status"] >= 400:
+                continue
+            operation = {"POST": "CREATE", "PUT": "UPDATE", "PATCH": "UPDATE", "DELETE": "DELETE"}[r["method"]]
+            requests.append({"name": f"{i} {r['method']} {r['path']}", "operation": operation,
+                             "userInfo": admission.plugin_user(lab.NODE_NAME), "group": "resource.k8s.io",
+                             "version": "v1", "resource": m.group(1),
+                             "subResource": "status" if m.group(2) else "",
+                             "object": None if operation == "DELETE" else r["body"],
+                             "oldObject": r.get("old")})
+        if requests:
+            verdicts = admission.verdicts(requests)
+            self.assertEqual({k: v for k, v in verdicts.items() if v != "allowed"}, {})
 
 
 class MacRules(unittest.TestCase):

@@ -39,6 +39,10 @@ import urllib.request
 import jsonschema
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pylib"))
+from xvtest import admission  # noqa: E402
+from xvtest.admission import plugin_user  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 KUBE = os.path.join(ROOT, "deploy", "kubernetes")
@@ -440,23 +444,6 @@ class Rendering(unittest.TestCase):
 
 # ---- the admission policies, evaluated ----------------------------------
 
-PLUGIN_USER = f"system:serviceaccount:{NAMESPACE}:xdpvhost"
-
-
-def plugin_user(node="node-a"):
-    """The plugin's user info as the API server has it for a token bound to
-    its pod on `node` (ServiceAccountTokenPodNodeInfo); node None: a token
-    bound to no pod."""
-    extra = {"authentication.kubernetes.io/pod-name": ["xdpvhost-dra-plugin-x7k2p"],
-             "authentication.kubernetes.io/pod-uid": ["6f1c1e9e-6a43-4f0e-9d55-2b8b1b0ec0a1"]}
-    if node is not None:
-        extra["authentication.kubernetes.io/node-name"] = [node]
-        extra["authentication.kubernetes.io/node-uid"] = ["0d4a0f2e-0f5e-4f7a-8f3e-7e2e6f1b9c3d"]
-    return {"username": PLUGIN_USER, "uid": "3b1f0c58-5a8d-4c52-8d3c-1e9a1c7b6d10",
-            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated"],
-            "extra": extra}
-
-
 def resource_slice(node):
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
             "metadata": {"name": f"{node}-xdpvhost.io-abcde"},
@@ -506,27 +493,19 @@ class AdmissionPolicies(unittest.TestCase):
         cls.bindings = [o for o in rendered if o["kind"] == "ValidatingAdmissionPolicyBinding"]
 
     def verdicts(self, requests):
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-            json.dump({"policies": self.policies, "bindings": self.bindings, "requests": requests}, f)
-            f.flush()
-            r = subprocess.run(["node", os.path.join(HERE, "check_policies.mjs"), f.name],
-                               capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        lines = dict(line.split(": ", 1) for line in r.stdout.splitlines())
-        self.assertEqual(len(lines), len(requests), r.stdout)
-        return lines
+        return admission.verdicts(requests, self.policies + self.bindings)
 
     @staticmethod
     def slice_request(name, operation, node, user=None):
         obj = resource_slice(node)
-        return {"name": name, "operation": operation, "userInfo": user or plugin_user(),
+        return {"name": name, "operation": operation, "userInfo": user or plugin_user("node-a"),
                 "group": "resource.k8s.io", "version": "v1", "resource": "resourceslices",
                 "object": None if operation == "DELETE" else obj,
                 "oldObject": None if operation == "CREATE" else obj}
 
     @staticmethod
     def status_request(name, old, new, user=None):
-        return {"name": name, "operation": "UPDATE", "userInfo": user or plugin_user(),
+        return {"name": name, "operation": "UPDATE", "userInfo": user or plugin_user("node-a"),
                 "group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims",
                 "subResource": "status", "object": new, "oldObject": old}
 
