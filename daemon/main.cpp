@@ -250,8 +250,7 @@ int main(int argc, char** argv) {
   }
   // --follow-config: a new version of the file is applied as SIGHUP
   // applies it, once it differs from the one in force (a ConfigMap's update
-  // reaches the daemon with no restart). Watched from before the seccomp
-  // filter: inotify_init1 is not on its list.
+  // reaches the daemon with no restart).
   Config file_in_force = config;
   auto& source = daemon.config_source();
   source.path = config_path;
@@ -281,6 +280,17 @@ int main(int argc, char** argv) {
     notify_service_manager("READY=1\nSTATUS=serving");
   };
   ConfigFollower follower(io, config_path, [&] { reload_config(true); });
+  // The directory gone (a volume unmounted, a directory removed): said in
+  // status.config and the log, watched again once it is back.
+  follower.on_watch_changed([&](bool watching, const std::string& why) {
+    source.following = watching;
+    if (watching) {
+      spdlog::info("following {} again", config_path);
+      return;
+    }
+    source.last_error = why + "; changes are not followed until it is back";
+    spdlog::error("--follow-config: {}", source.last_error);
+  });
   if (follow_config) {
     if (std::string error = follower.start(); !error.empty()) {
       spdlog::critical("--follow-config: {}", error);

@@ -128,6 +128,9 @@ const std::vector<std::string>& seccomp_allowed_syscalls() {
       "fchown",
       "fchownat",
       "fsync",
+      // --follow-config watches its directory again once it is back
+      "inotify_init1",
+      "inotify_add_watch",
       "fdatasync",
       "fcntl",
       "dup",

@@ -9,6 +9,7 @@ port's VM) from the config, --log-format and a reload."""
 import json
 import os
 import signal
+import shutil
 import socket
 import stat
 import subprocess
@@ -324,6 +325,18 @@ class ConfigFollowing(unittest.TestCase):
             self.assertEqual(daemon.pid, pid)
             self.assertEqual(ctltest.ctl(daemon.control_path, "status")[0], 0)
             self.assertIn("(followed), 3 reload(s); restart needed for", ctltest.ctl(daemon.control_path, "status")[1])
+            # The volume's directory goes away: said; once back, followed
+            # again (under the daemon's seccomp filter) and its file applied.
+            shutil.rmtree(os.path.join(d, "cm"))
+            wait_until(lambda: not daemon.call("status")["config"]["following"], what="the loss said")
+            self.assertIn(os.path.join(d, "cm") + " was removed", daemon.call("status")["config"]["last_error"])
+            os.makedirs(os.path.join(d, "cm"))
+            self.publish(d, dict(v5, tunables={"busy_poll_us": 9}), 6)
+            wait_until(lambda: daemon.call("status")["config"]["following"], timeout=15, what="followed again")
+            wait_until(lambda: daemon.call("status")["config"]["reloads"] == 4, what="the file applied")
+            self.assertIsNone(daemon.call("status")["config"]["last_error"])
+            self.assertEqual(daemon.call("tunables.get")["tunables"]["busy_poll_us"], 9)
+            self.assertEqual(daemon.pid, pid)
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.tail())
 

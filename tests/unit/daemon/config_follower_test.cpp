@@ -2,7 +2,8 @@
 // out as the kubelet lays out a ConfigMap volume (pkg/volume/util/
 // atomic_writer.go: a timestamped directory, the "..data" symlink renamed
 // over the old one, the file a symlink through it), an editor's rename and
-// a write in place; 2000 updates followed hold no fd.
+// a write in place; 2000 updates followed hold no fd; a directory removed
+// and made again is followed again, 200 times over with no fd held.
 
 #include "runtime/config_follower.hpp"
 
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
@@ -129,6 +131,42 @@ TEST_F(ConfigFollowerTest, TwoThousandUpdatesHoldNoFd) {
     EXPECT_EQ(open_fds(), watching);
   }
   EXPECT_EQ(open_fds(), fds);
+}
+
+TEST_F(ConfigFollowerTest, ADirectoryRemovedIsSaidAndFollowedAgainOnceItIsBack) {
+  const fs::path sub = dir_ / "etc";
+  const fs::path file = sub / "config.json";
+  fs::create_directory(sub);
+  std::ofstream(file) << "{}";
+  boost::asio::io_context io;
+  int changes = 0;
+  std::vector<std::string> said;
+  ConfigFollower follower(
+      io, file.string(), [&] { ++changes; }, 0ms, 20ms);
+  follower.on_watch_changed(
+      [&](bool watching, const std::string& why) { said.push_back(watching ? "watching" : why); });
+  ASSERT_EQ(follower.start(), "");
+  const std::size_t watching = open_fds();
+  for (int round = 1; round <= 200; ++round) {
+    fs::remove_all(sub);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (follower.watching() && std::chrono::steady_clock::now() < deadline) io.run_one_for(20ms);
+    io.restart();
+    ASSERT_FALSE(follower.watching()) << round;
+    ASSERT_EQ(said.back(), sub.string() + " was removed") << round;
+    // Gone for a while: retried, no change, nothing said again.
+    io.run_for(25ms);
+    io.restart();
+    ASSERT_FALSE(follower.watching());
+    fs::create_directory(sub);
+    std::ofstream(file) << "{\"round\": " << round << "}";
+    run_until(io, changes, round);
+    ASSERT_EQ(changes, round) << "the file, as it is once back, is a change";
+    ASSERT_TRUE(follower.watching());
+    ASSERT_EQ(said.size(), 2u * static_cast<std::size_t>(round));
+    ASSERT_EQ(said.back(), "watching");
+  }
+  EXPECT_EQ(open_fds(), watching);
 }
 
 }  // namespace
