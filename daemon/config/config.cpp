@@ -99,9 +99,9 @@ UplinkConfig uplink_from_json(const json& j) {
   UplinkConfig u;
   u.name = j.at("name").get<std::string>();
   u.interface = j.at("interface").get<std::string>();
-  if (auto it = j.find("queues"); it != j.end()) {
-    u.queues.clear();
-    for (const auto& q : *it) u.queues.push_back(u32(q));
+  if (auto it = j.find("queues"); it != j.end() && it->is_array()) {
+    u.queues.emplace();
+    for (const auto& q : *it) u.queues->push_back(u32(q));
   }
   if (auto bind = opt_string(j, "bind")) u.bind = xsk::parse_bind_mode(*bind).value_or(u.bind);
   u.frame_size = opt_u32(j, "frame_size").value_or(u.frame_size);

@@ -58,7 +58,7 @@ json to_json(const controller::PortOwner& o) {
 json to_json(const UplinkConfig& u) {
   json j{{"name", u.name},
          {"interface", u.interface},
-         {"queues", u.queues},
+         {"queues", u.queues ? json(*u.queues) : json("all")},
          {"bind", xsk::to_string(u.bind)},
          {"frame_size", u.frame_size},
          {"ring_size", u.ring_size}};

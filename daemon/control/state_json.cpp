@@ -191,6 +191,7 @@ json uplink_status(const UplinkConfig& config, const controller::UplinkControlle
               {"l2_domain", config.domain()},
               {"link", controller::to_string(u.link())},
               {"queues", queues},
+              {"nic_rx_queues", u.nic_rx_queues()},
               {"xdp_program", u.program_report()},
               {"unicast_filter", u.filter_report()}};
 }

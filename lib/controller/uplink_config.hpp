@@ -16,7 +16,10 @@ namespace xdpvhost::controller {
 struct UplinkConfig {
   std::string name;
   std::string interface;
-  std::vector<std::uint32_t> queues{0};  // NIC queue ids, one AF_XDP socket each
+  // NIC queue ids, one AF_XDP socket each; nullopt ("all"): every RX queue
+  // the NIC has, following its channel changes (ethtool -L), up to kMaxQueues.
+  std::optional<std::vector<std::uint32_t>> queues;
+  static constexpr std::uint32_t kMaxQueues = 64;
   xsk::BindMode bind = xsk::BindMode::kAuto;
   std::uint32_t frame_size = 2048;
   std::uint32_t ring_size = 2048;  // RX/TX/completion; the fill ring is twice this

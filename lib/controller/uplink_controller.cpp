@@ -56,6 +56,10 @@ UplinkController::~UplinkController() {
     monitor_wait_->cancel();
     monitor_wait_->release();
   }
+  if (channels_wait_) {
+    channels_wait_->cancel();
+    channels_wait_->release();
+  }
   teardown();
   if (attached_)
     for (auto& port : ports_) dataplane_.detach(*port);
@@ -95,22 +99,35 @@ void UplinkController::report_mtu_above(const std::string& port, std::uint32_t m
                   port, why);
 }
 
+bool UplinkController::add_queue_port(std::uint32_t queue, std::string& error) {
+  UplinkQueuePort::Options options;
+  options.queue = queue;
+  options.max_frame = max_frame();
+  options.tunables = tunables_;
+  auto port = std::make_unique<UplinkQueuePort>(
+      dataplane_.allocate_port_id(), config_.name + ":q" + std::to_string(queue), id_, options);
+  const std::uint16_t thread = config_.thread.value_or(dataplane_.least_loaded_thread());
+  if (thread >= dataplane_.thread_count()) {
+    error = "service thread " + std::to_string(thread) + " does not exist";
+    return false;
+  }
+  dataplane_.attach(*port, thread);
+  threads_.push_back(thread);
+  ports_.push_back(std::move(port));
+  return true;
+}
+
+bool UplinkController::wanted(std::size_t i) const noexcept {
+  return config_.queues || ports_[i]->queue() < nic_queues_;
+}
+
 bool UplinkController::start(std::string& error) {
-  for (std::uint32_t q : config_.queues) {
-    UplinkQueuePort::Options options;
-    options.queue = q;
-    options.max_frame = max_frame();
-    options.tunables = tunables_;
-    auto port = std::make_unique<UplinkQueuePort>(
-        dataplane_.allocate_port_id(), config_.name + ":q" + std::to_string(q), id_, options);
-    const std::uint16_t thread = config_.thread.value_or(dataplane_.least_loaded_thread());
-    if (thread >= dataplane_.thread_count()) {
-      error = "service thread " + std::to_string(thread) + " does not exist";
-      return false;
-    }
-    dataplane_.attach(*port, thread);
-    threads_.push_back(thread);
-    ports_.push_back(std::move(port));
+  if (config_.queues) {
+    for (std::uint32_t q : *config_.queues)
+      if (!add_queue_port(q, error)) return false;
+  } else if (config_.thread && *config_.thread >= dataplane_.thread_count()) {
+    error = "service thread " + std::to_string(*config_.thread) + " does not exist";
+    return false;
   }
   attached_ = true;
 
@@ -128,9 +145,89 @@ bool UplinkController::start(std::string& error) {
                  config_.interface);
   }
   watch_links();
+  if (!config_.queues) {
+    std::string why;
+    channels_ = nic::ChannelMonitor::open(why);
+    if (channels_) {
+      watch_channels();
+    } else {
+      spdlog::info("uplink {}: no channel notifications ({}); RX queue changes are seen every {} s",
+                   config_.name, why, kRetryInterval.count());
+    }
+  }
   poll_program_stats();
   retry_later();
   return true;
+}
+
+void UplinkController::watch_channels() {
+  if (!channels_wait_) channels_wait_.emplace(io_, channels_->fd());
+  std::weak_ptr<int> alive = alive_;
+  channels_wait_->async_wait(
+      boost::asio::posix::stream_descriptor::wait_read,
+      [this, alive](const boost::system::error_code& ec) {
+        if (ec || alive.expired()) return;
+        std::vector<std::uint32_t> changed;
+        const int n = channels_->read_events(changed);
+        const bool ours =
+            n < 0 || (program_ &&
+                      std::find(changed.begin(), changed.end(),
+                                static_cast<std::uint32_t>(program_->ifindex())) != changed.end());
+        if (ours && program_) {
+          sync_queues();
+          std::string why;
+          if (!bind_queues(why))
+            spdlog::warn("uplink {}: {} (tried again every {} s)", config_.name, why,
+                         kRetryInterval.count());
+          hand_flood_socket();
+        }
+        watch_channels();
+      });
+}
+
+void UplinkController::sync_queues() {
+  if (config_.queues) return;
+  std::string why;
+  const auto count = nic::rx_queue_count(config_.interface, why);
+  if (!count) {
+    if (sys::worth_logging(++failed_counts_))
+      spdlog::warn("uplink {}: its RX queues cannot be counted: {} (try #{})", config_.name, why,
+                   failed_counts_);
+    return;
+  }
+  failed_counts_ = 0;
+  const std::uint32_t wanted_count = std::min(*count, UplinkConfig::kMaxQueues);
+  if (wanted_count == nic_queues_) return;
+  spdlog::info("uplink {}: {} has {} RX queue(s){}; binding queues 0-{} (was {})", config_.name,
+               config_.interface, *count,
+               *count > UplinkConfig::kMaxQueues
+                   ? " (an uplink binds at most " + std::to_string(UplinkConfig::kMaxQueues) +
+                         "; frames to the others go to the kernel)"
+                   : std::string(),
+               wanted_count - 1, nic_queues_);
+  nic_queues_ = wanted_count;
+  for (auto q = static_cast<std::uint32_t>(ports_.size()); q < nic_queues_; ++q) {
+    std::string error;
+    if (!add_queue_port(q, error)) {
+      spdlog::error("uplink {}: queue {}: {}", config_.name, q, error);
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < ports_.size(); ++i)
+    if (!wanted(i) && ports_[i]->status().bound.load()) unbind_queue(i);
+  if (flood_port_ && !wanted(*flood_port_)) {
+    // Its queue is gone: the flood socket goes to a queue the NIC has.
+    UplinkQueuePort* port = ports_[*flood_port_].get();
+    dataplane_.thread(threads_[*flood_port_])
+        .call([port] { return port->set_flood_socket(nullptr); })
+        .close();
+    flood_port_.reset();
+    std::string flood_error;
+    flood_ = nic::FloodSocket::open(config_.interface, flood_error);
+    if (!flood_)
+      spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
+    hand_flood_socket();
+  }
 }
 
 bool UplinkController::setup(std::string& error) {
@@ -156,6 +253,7 @@ bool UplinkController::setup(std::string& error) {
   flood_ = nic::FloodSocket::open(config_.interface, flood_error);
   if (!flood_)
     spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
+  sync_queues();
   std::string bind_error;
   if (!bind_queues(bind_error))
     spdlog::warn("uplink {}: {} (tried again every {} s)", config_.name, bind_error,
@@ -169,7 +267,7 @@ bool UplinkController::setup(std::string& error) {
 void UplinkController::hand_flood_socket() {
   if (!flood_ || !attached_) return;
   for (std::size_t i = 0; i < ports_.size(); ++i) {
-    if (!ports_[i]->status().bound.load()) continue;
+    if (!wanted(i) || !ports_[i]->status().bound.load()) continue;
     UplinkQueuePort* port = ports_[i].get();
     dataplane_.thread(threads_[i])
         .call([port, flood = std::move(flood_)]() mutable {
@@ -204,7 +302,10 @@ void UplinkController::periodic_check() {
         config_.name, config_.interface);
     teardown();
   }
-  if (program_) follow_mtu();
+  if (program_) {
+    follow_mtu();
+    sync_queues();
+  }
   // The kernel lets go of the removed program's socket a moment later: a
   // bind to its queue before that is refused (EBUSY). Tried again soon,
   // not only at the next check.
@@ -224,8 +325,9 @@ void UplinkController::retry_soon(std::chrono::milliseconds wait) {
 
 bool UplinkController::repair() {
   const auto all_bound = [this] {
-    return std::all_of(ports_.begin(), ports_.end(),
-                       [](const auto& p) { return p->status().bound.load(); });
+    for (std::size_t i = 0; i < ports_.size(); ++i)
+      if (wanted(i) && !ports_[i]->status().bound.load()) return false;
+    return true;
   };
   if (!monitor_ || (program_ && all_bound())) return true;
   nic::LinkEvent link;
@@ -285,7 +387,7 @@ bool UplinkController::bind_queues(std::string& error) {
   bool ok = true;
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
-    if (port->status().bound.load()) continue;
+    if (!wanted(i) || port->status().bound.load()) continue;
     xsk::UmemConfig umem_config;
     umem_config.frame_size = config_.frame_size;
     umem_config.fill_size = 2 * config_.ring_size;
@@ -339,20 +441,22 @@ bool UplinkController::bind_queues(std::string& error) {
   return ok;
 }
 
+void UplinkController::unbind_queue(std::size_t i) {
+  UplinkQueuePort* port = ports_[i].get();
+  if (program_) program_->unregister_socket(port->queue());
+  if (!attached_) return;
+  ServiceThread* thread = &dataplane_.thread(threads_[i]);
+  thread
+      ->call([thread, port] {
+        auto released = port->unbind();
+        thread->wait_fds_changed();
+        return released;
+      })
+      .close();  // here, not on the service thread (UplinkQueuePort::Released)
+}
+
 void UplinkController::unbind_queues() {
-  for (std::size_t i = 0; i < ports_.size(); ++i) {
-    UplinkQueuePort* port = ports_[i].get();
-    if (program_) program_->unregister_socket(port->queue());
-    if (!attached_) continue;
-    ServiceThread* thread = &dataplane_.thread(threads_[i]);
-    thread
-        ->call([thread, port] {
-          auto released = port->unbind();
-          thread->wait_fds_changed();
-          return released;
-        })
-        .close();  // here, not on the service thread (UplinkQueuePort::Released)
-  }
+  for (std::size_t i = 0; i < ports_.size(); ++i) unbind_queue(i);
 }
 
 void UplinkController::set_link_up(bool up) {

@@ -17,6 +17,10 @@
 //                                 (a queue the kernel has not let go of yet is
 //                                 tried again after 100, 200, ... ms)
 //   MTU changed                -> frame limit follows within kRetryInterval
+//   RX queues changed          -> with queues "all": a socket on each queue
+//   (ethtool -L)                  the NIC has, at its channel notification
+//                                 or within kRetryInterval; a queue it no
+//                                 longer has unbound, its counters kept
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -33,6 +37,7 @@
 #include "dataplane/dataplane.hpp"
 #include "dataplane/uplink_queue_port.hpp"
 #include "net/mac_address.hpp"
+#include "nic/channels.hpp"
 #include "nic/flood_socket.hpp"
 #include "nic/link_monitor.hpp"
 #include "nic/unicast_filter.hpp"
@@ -89,6 +94,9 @@ class UplinkController {
   const UplinkConfig& config() const noexcept { return config_; }
   std::uint32_t id() const noexcept { return id_; }
   LinkState link() const noexcept { return link_; }
+  // With queues "all": the NIC's RX queues at the last look (0 while
+  // unknown); with a list, 0.
+  std::uint32_t nic_rx_queues() const noexcept { return nic_queues_; }
   std::vector<QueueReport> queue_reports() const;
   const std::vector<std::unique_ptr<UplinkQueuePort>>& ports() const noexcept { return ports_; }
   // XDP program facts ("native, single program (...)"), empty while detached.
@@ -126,7 +134,18 @@ class UplinkController {
  private:
   bool setup(std::string& error);
   void teardown();
+  // A queue port on the thread the config names, else the least loaded.
+  bool add_queue_port(std::uint32_t queue, std::string& error);
+  // Whether ports_[i]'s queue is one to bind: with queues "all", one the
+  // NIC has now.
+  bool wanted(std::size_t i) const noexcept;
+  // Queues "all": follows the NIC's RX queue count (a port for each new
+  // queue, queues gone unbound). Runs for months: holds nothing when
+  // nothing changed.
+  void sync_queues();
+  void watch_channels();
   bool bind_queues(std::string& error);
+  void unbind_queue(std::size_t i);
   void unbind_queues();
   void set_link_up(bool up);
   std::uint32_t max_frame() const;
@@ -180,6 +199,10 @@ class UplinkController {
 
   std::unique_ptr<nic::LinkMonitor> monitor_;
   std::optional<boost::asio::posix::stream_descriptor> monitor_wait_;
+  std::unique_ptr<nic::ChannelMonitor> channels_;  // queues "all" only
+  std::optional<boost::asio::posix::stream_descriptor> channels_wait_;
+  std::uint32_t nic_queues_ = 0;
+  std::uint64_t failed_counts_ = 0;  // for rate-limited logging
   boost::asio::steady_timer stats_timer_;
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer soon_timer_;

@@ -40,7 +40,7 @@ class ControlProtocol(unittest.TestCase):
         cls.dir = ctltest.workdir("protocol")
         cls.daemon = ctltest.checked_daemon(cls.dir, {
             "threads": {"count": 2},
-            "uplinks": [{"name": "up0", "interface": ABSENT_IF}],
+            "uplinks": [{"name": "up0", "interface": ABSENT_IF, "queues": [0]}],
             "ports": [
                 {"name": "vm1", "socket": cls.path("vm1.sock"), "mac": MAC1, "uplink": "up0",
                  "thread": 0},

@@ -126,6 +126,17 @@ TEST(Config, FullExampleHasEveryValue) {
   const UplinkConfig& u = c.uplinks[0];
   EXPECT_EQ(u.interface, "eth1");
   EXPECT_EQ(u.queues, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  // Without "queues", or with "all": every RX queue the NIC has.
+  for (const char* text : {R"({"uplinks": [{"name": "a", "interface": "eth1"}]})",
+                           R"({"uplinks": [{"name": "a", "interface": "eth1", "queues": "all"}]})"}) {
+    auto all = parse_config(json::parse(text));
+    ASSERT_TRUE(all.ok()) << text << ": " << all.error().message;
+    EXPECT_FALSE(all->uplinks[0].queues.has_value()) << text;
+    EXPECT_EQ(to_json(all->uplinks[0])["queues"], "all") << text;
+  }
+  for (const char* bad : {R"({"uplinks": [{"name": "a", "interface": "eth1", "queues": "some"}]})",
+                          R"({"uplinks": [{"name": "a", "interface": "eth1", "queues": []}]})"})
+    EXPECT_FALSE(parse_config(json::parse(bad)).ok()) << bad;
   EXPECT_EQ(u.bind, xsk::BindMode::kZeroCopy);
   EXPECT_EQ(u.frame_size, 4096u);
   EXPECT_EQ(u.ring_size, 4096u);
@@ -464,7 +475,7 @@ TEST(Config, ParsePortForPortAdd) {
 TEST(Config, ParseUplinkForUplinkAdd) {
   auto r = parse_uplink({{"name", "up1"}, {"interface", "eth2"}});
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->queues, (std::vector<std::uint32_t>{0}));
+  EXPECT_FALSE(r->queues.has_value()) << "the default: every RX queue the NIC has";
   EXPECT_EQ(r->bind, xsk::BindMode::kAuto);
   EXPECT_EQ(r->frame_size, 2048u);
   EXPECT_EQ(r->ring_size, 2048u);

@@ -87,7 +87,8 @@ TEST(ProtoExamples, MethodParamsParseAsTyped) {
   for (const auto& ex : (*reg.document("methods/uplink.add.json"))["examples"]) {
     auto uplink = parse_uplink(ex["params"]);
     ASSERT_TRUE(uplink.ok()) << uplink.error().message;
-    EXPECT_EQ(uplink->queues.size(), ex["result"]["queues"].size());
+    ASSERT_TRUE(uplink->queues.has_value()) << "the example lists its queues";
+    EXPECT_EQ(uplink->queues->size(), ex["result"]["queues"].size());
   }
   for (const auto& ex : (*reg.document("methods/tunables.set.json"))["examples"]) {
     auto change = parse_tunables_set(ex["params"]);
