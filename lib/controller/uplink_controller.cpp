@@ -175,11 +175,7 @@ void UplinkController::watch_channels() {
                                 static_cast<std::uint32_t>(program_->ifindex())) != changed.end());
         if (ours && program_) {
           sync_queues();
-          std::string why;
-          if (!bind_queues(why))
-            spdlog::warn("uplink {}: {} (tried again every {} s)", config_.name, why,
-                         kRetryInterval.count());
-          hand_flood_socket();
+          bind_and_hand_flood();
         }
         watch_channels();
       });
@@ -222,10 +218,7 @@ void UplinkController::sync_queues() {
         .call([port] { return port->set_flood_socket(nullptr); })
         .close();
     flood_port_.reset();
-    std::string flood_error;
-    flood_ = nic::FloodSocket::open(config_.interface, flood_error);
-    if (!flood_)
-      spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
+    open_flood_socket();
     hand_flood_socket();
   }
 }
@@ -249,19 +242,26 @@ bool UplinkController::setup(std::string& error) {
   if (!filter_) spdlog::warn("uplink {}: unicast filter: {}", config_.name, filter_error);
   for (const auto& [name, guest] : guests_)
     if (guest.mac) steer(*guest.mac);
-  std::string flood_error;
-  flood_ = nic::FloodSocket::open(config_.interface, flood_error);
-  if (!flood_)
-    spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, flood_error);
+  open_flood_socket();
   sync_queues();
-  std::string bind_error;
-  if (!bind_queues(bind_error))
-    spdlog::warn("uplink {}: {} (tried again every {} s)", config_.name, bind_error,
-                 kRetryInterval.count());
-  hand_flood_socket();
+  bind_and_hand_flood();
   update_frame_limit();
   apply_max_frame();
   return true;
+}
+
+void UplinkController::open_flood_socket() {
+  std::string error;
+  flood_ = nic::FloodSocket::open(config_.interface, error);
+  if (!flood_) spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, error);
+}
+
+void UplinkController::bind_and_hand_flood() {
+  std::string why;
+  if (!bind_queues(why))
+    spdlog::warn("uplink {}: {} (tried again every {} s)", config_.name, why,
+                 kRetryInterval.count());
+  hand_flood_socket();
 }
 
 void UplinkController::hand_flood_socket() {

@@ -155,6 +155,10 @@ class UplinkController {
   // The broadcast/multicast socket goes to the first bound queue (an
   // unbound one never reads it); it waits here until one is bound.
   void hand_flood_socket();
+  void open_flood_socket();
+  // Binds what is not bound (logged if some cannot be), then hands the
+  // flood socket to a bound queue.
+  void bind_and_hand_flood();
   void retry_later();
   // Sets up or binds what is missing while the interface is there; true when
   // nothing is missing (or nothing can be done until a link event).
