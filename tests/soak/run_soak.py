@@ -74,6 +74,8 @@ EXPECTED_PROBLEMS = (
     # restarts reconnects with every split ring's base at 0 (DPDK 22.11
     # virtio_user), far behind its avail index: those rings are refused.
     r"port g1: vring \d broken \(avail_index_jump\)",
+    # The veth deleted while the uplink counts its RX queues.
+    r"uplink up0: its RX queues cannot be counted: ETHTOOL_GCHANNELS on xvsoak-n0: No such device",
 )
 
 
@@ -187,10 +189,13 @@ class Soak:
 
     # ---- the baseline and what is sampled ---------------------------------------
     def at_baseline(self):
-        """The uplink bound on every queue with its XDP program attached, the
-        guest ports waiting for a frontend, the daemon healthy."""
+        """The uplink bound on every queue of the veth's baseline channels with
+        its XDP program attached, the guest ports waiting for a frontend, the
+        daemon healthy."""
         uplink = self.call("uplink.list")[0]
-        if any(q.get("bind_mode") in (None, "unbound") for q in uplink["queues"]):
+        if uplink.get("nic_rx_queues") != soak_lab.QUEUES or \
+                [q["queue"] for q in uplink["queues"] if q.get("bind_mode") not in (None, "unbound")] != \
+                list(range(soak_lab.QUEUES)):
             return False
         if not node_census.xdp_attachments(self.lab.node, soak_lab.NODE_IF):
             return False

@@ -118,8 +118,8 @@ class Lab:
                   "uplink": "up0", "queues": 2} for name, (mode, mac) in GUEST_PORTS.items()]
         config = {
             "threads": {"count": 2},
-            "uplinks": [{"name": "up0", "interface": NODE_IF, "bind": "copy",
-                         "queues": list(range(QUEUES))}],
+            # "all": the uplink follows the channel changes the soak makes.
+            "uplinks": [{"name": "up0", "interface": NODE_IF, "bind": "copy", "queues": "all"}],
             "ports": ports,
             "metrics": {"listen": METRICS},
             "state_file": os.path.join(self.workdir, "state.json"),
