@@ -20,9 +20,19 @@ QEMU's command line (libvirt's log) is checked for what the sidecar asked:
 a server socket at the path, 2 queues, 1024-entry rings, the MAC, host_mtu,
 shared guest memory from memfd.
 
+A second test boots a guest through that domain (the project's guest image,
+tests/guest: its kernel and initramfs given to the domain's <os>, its
+console on the domain's serial port) and the guest pings a peer through the
+daemon: a DPDK testpmd on a second port of the daemon, in icmpecho mode,
+answers. So the guest's memory table (memfd, as the sidecar asks) is taken,
+its rings run, and frames flow both ways; for TCG, the test also sets the
+device's MSI-X vectors to 0 (QEMU 7.2 under TCG ends at DRIVER_OK with
+vhost-user and MSI-X, tests/pylib/xvtest/guest.py).
+
 Needs root (libvirt's privileged embedded driver; it wants a user
 `libvirt-qemu` to exist, which libvirt-daemon-system would create: the test
-creates it if absent and removes it again) and XDPVHOSTD."""
+creates it if absent and removes it again) and XDPVHOSTD; the second test
+also XDPVHOST_GUEST_IMAGE_DIR and dpdk-testpmd."""
 
 import copy
 import json
@@ -40,6 +50,11 @@ import libvirt
 
 import test_sidecar
 from xvtest.daemon import wait_until  # tests/pylib
+from xvtest.guest import parse_result
+from xvtest.testpmd import Testpmd
+
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+GUEST_MAC, PEER_MAC = "02:00:00:00:00:01", "02:00:00:00:00:99"
 
 # The VMI of test_sidecar without its pciAddress: 0000:02:02.0 names a slot
 # behind a PCI bridge that virt-launcher's domain would have; on this bare q35
@@ -64,6 +79,30 @@ def runnable_here(xml, name):
         if e.tag in ("disk", "serial", "console", "channel", "graphics") or \
                 (e.tag == "interface" and e.get("type") != "vhostuser"):
             devices.remove(e)
+    return ET.tostring(d, encoding="unicode")
+
+
+def booting(xml, image, console_log, kernel_args):
+    """The runnable domain made to boot the guest image: its kernel,
+    initramfs and command line in <os>, its console (ttyS0) into a file,
+    ended rather than rebooted at the guest's poweroff, and MSI-X off on the
+    vhost-user NIC (TCG, see the module's docstring)."""
+    ET.register_namespace("qemu", QEMU_NS)
+    d = ET.fromstring(xml)
+    os_el = d.find("os")
+    for tag, text in (("kernel", os.path.join(image, "vmlinuz")),
+                      ("initrd", os.path.join(image, "initrd.img")),
+                      ("cmdline", " ".join(["console=ttyS0", "panic=-1", "loglevel=5", *kernel_args]))):
+        ET.SubElement(os_el, tag).text = text
+    for tag, value in (("on_reboot", "destroy"), ("on_crash", "destroy")):
+        ET.SubElement(d, tag).text = value
+    serial = ET.SubElement(d.find("devices"), "serial", type="file")
+    ET.SubElement(serial, "source", path=console_log)
+    ET.SubElement(serial, "target", port="0")
+    alias = d.find("./devices/interface[@type='vhostuser']/alias").get("name")
+    device = d.find(f"./{{{QEMU_NS}}}override/{{{QEMU_NS}}}device[@alias='{alias}']")
+    ET.SubElement(device.find(f"{{{QEMU_NS}}}frontend"), f"{{{QEMU_NS}}}property",
+                  name="vectors", type="unsigned", value="0")
     return ET.tostring(d, encoding="unicode")
 
 
@@ -114,13 +153,13 @@ class LibvirtDomain(unittest.TestCase):
         # of a domain of its.
         self.addCleanup(self.check_no_cgroup_left)
 
-    def start_daemon(self, socket_path):
+    def start_daemon(self, socket_path, more_ports=()):
         daemon = os.environ["XDPVHOSTD"]
         # As the DRA plugin adds it: client mode, as many queue pairs as the
         # claim's queues, which must cover the 2 the VM's multiqueue NIC asks
         # for (with 1, QEMU never finishes connecting and libvirt waits).
         config = {"ports": [{"name": "vm1", "socket": socket_path, "mode": "client",
-                             "mac": "02:00:00:00:00:01", "queues": 2}],
+                             "mac": GUEST_MAC, "queues": 2}, *more_ports],
                   "control": {"socket": os.path.join(self.tmp, "control.sock")},
                   "metrics": {"listen": ""}}
         path = os.path.join(self.tmp, "config.json")
@@ -170,9 +209,99 @@ class LibvirtDomain(unittest.TestCase):
         self.assertEqual(left, [], "cgroups of the test's domains")
 
     def port_state(self, control):
+        return (self.port(control) or {}).get("state")
+
+    @staticmethod
+    def port(control, name="vm1"):
         out = subprocess.run([os.environ.get("XDPVHOSTCTL", "xdpvhostctl"), "--socket", control,
-                              "--json", "port", "get", "vm1"], capture_output=True, text=True)
-        return json.loads(out.stdout).get("state") if out.returncode == 0 else None
+                              "--json", "port", "get", name], capture_output=True, text=True)
+        return json.loads(out.stdout) if out.returncode == 0 else None
+
+    def create(self, conn, xml, name, timeout=120):
+        """The domain libvirt started from xml, or the test fails with its
+        and QEMU's words."""
+        result = {}
+
+        def create():
+            try:
+                result["domain"] = conn.createXML(xml, 0)
+            except libvirt.libvirtError as e:
+                result["error"] = e
+
+        t = threading.Thread(target=create)
+        t.start()
+        t.join(timeout)
+        self.assertFalse(t.is_alive(), f"libvirt did not start the domain within {timeout} s")
+        if "error" in result:
+            log = os.path.join(self.root, "log", "qemu", f"{name}.log")
+            tail = open(log).read()[-1500:] if os.path.exists(log) else ""
+            self.fail(f"libvirt: {str(result['error'])[-300:]}\nQEMU's log: ...{tail}\n"
+                      f"daemon: {open(os.path.join(self.tmp, 'daemon.log')).read()[-1500:]}")
+        dom = result["domain"]
+
+        def destroy():
+            try:
+                dom.destroy()
+            except libvirt.libvirtError:
+                pass  # already gone (a transient domain ends with destroy)
+        self.addCleanup(destroy)
+        return dom
+
+    def test_a_guest_booted_through_the_sidecars_domain_pings_through_the_daemon(self):
+        image = os.environ.get("XDPVHOST_GUEST_IMAGE_DIR")
+        if not image or not os.path.exists(os.path.join(image, "initrd.img")):
+            self.skipTest("no guest image (XDPVHOST_GUEST_IMAGE_DIR; tests/guest/build_image.sh)")
+        socket_root = os.path.join(self.tmp, "pod")
+        sock = os.path.join(socket_root, "vhost", "vhost-port", "vhost.sock")
+        os.makedirs(os.path.dirname(sock))
+        sidecar = test_sidecar.Sidecar(self.tmp, "--metadata-root", os.path.join(self.tmp, "none"),
+                                       "--socket-root", socket_root, "--default-queues", "2")
+        self.addCleanup(sidecar.stop)
+        name = f"xvlv-{os.getpid()}-guest"
+        console = os.path.join(self.tmp, "console.log")
+        domain_xml = sidecar.define(vmi=VMI)
+        sidecar.stop()  # before libvirt forks QEMU (see the first test)
+        self.assertIn("<source type='memfd'", domain_xml.replace('"', "'"),
+                      "the sidecar gives a domain without a memory source memfd-backed memory")
+        xml = booting(runnable_here(domain_xml, name), image, console,
+                      [f"xv.mac={GUEST_MAC}", "xv.ip=10.99.0.1/24", "xv.run=ping,10.99.0.2,5"])
+        peer_sock = os.path.join(self.tmp, "peer.sock")
+        control = self.start_daemon(sock, [{"name": "peer", "socket": peer_sock, "mode": "server",
+                                            "mac": PEER_MAC}])
+        # The peer: testpmd answering ARP and echo requests for any address.
+        peer = Testpmd("lvpeer", peer_sock, PEER_MAC, "icmpecho", self.tmp, lcores="0",
+                       file_prefix=f"xvlv{os.getpid()}")
+        peer.start()
+        self.addCleanup(peer.kill)
+        peer.wait_forwarding()
+        conn = libvirt.open(f"qemu:///embed?root={self.root}")
+        self.addCleanup(conn.close)
+        self.addCleanup(self.kill_qemu, name)
+        dom = self.create(conn, xml, name)
+
+        def result():
+            with open(console, errors="replace") as f:
+                for line in f:
+                    if line.startswith("XV-RESULT ") and '"kind":"ping"' in line:
+                        return parse_result(line.strip())
+            return None
+        try:
+            ping = wait_until(result, 240, interval=0.5, what="the guest's ping result")
+        except TimeoutError:
+            with open(console, errors="replace") as f:
+                self.fail(f"no ping result; console: ...{f.read()[-2000:]}\n"
+                          f"daemon: {open(os.path.join(self.tmp, 'daemon.log')).read()[-1500:]}")
+        port = self.port(control)
+        print(f"\nguest ping through the daemon: {ping}\nport vm1: state {port['state']}, "
+              f"memory {port.get('memory')}", flush=True)
+        self.assertEqual((ping["tx"], ping["rx"], ping["rc"]), (5, 5, 0), ping)
+        stats = json.loads(subprocess.run(
+            [os.environ.get("XDPVHOSTCTL", "xdpvhostctl"), "--socket", control, "--json", "stats"],
+            capture_output=True, text=True, check=True).stdout)
+        self.assertGreaterEqual(stats["ports"]["vm1"]["rx_packets"], 5, stats["ports"]["vm1"])
+        self.assertGreaterEqual(stats["ports"]["vm1"]["tx_packets"], 5, stats["ports"]["vm1"])
+        dom.destroy()
+        wait_until(lambda: self.port_state(control) == "waiting", 30, what="port waiting again")
 
     def test_libvirt_starts_the_domain_and_the_daemon_connects(self):
         socket_root = os.path.join(self.tmp, "pod")
