@@ -244,7 +244,10 @@ bool UplinkController::setup(std::string& error) {
     if (guest.mac) steer(*guest.mac);
   open_flood_socket();
   sync_queues();
-  bind_and_hand_flood();
+  // A queue the kernel has not let go of yet (the socket of an uplink just
+  // removed from this interface, or of our program's last attachment) is
+  // busy for a moment: tried again soon, not only at the next check.
+  if (!bind_and_hand_flood()) retry_soon(kFirstSoonRetry);
   update_frame_limit();
   apply_max_frame();
   return true;
@@ -256,12 +259,14 @@ void UplinkController::open_flood_socket() {
   if (!flood_) spdlog::warn("uplink {}: no broadcast/multicast to guests: {}", config_.name, error);
 }
 
-void UplinkController::bind_and_hand_flood() {
+bool UplinkController::bind_and_hand_flood() {
   std::string why;
-  if (!bind_queues(why))
+  const bool ok = bind_queues(why);
+  if (!ok)
     spdlog::warn("uplink {}: {} (tried again every {} s)", config_.name, why,
                  kRetryInterval.count());
   hand_flood_socket();
+  return ok;
 }
 
 void UplinkController::hand_flood_socket() {

@@ -157,8 +157,8 @@ class UplinkController {
   void hand_flood_socket();
   void open_flood_socket();
   // Binds what is not bound (logged if some cannot be), then hands the
-  // flood socket to a bound queue.
-  void bind_and_hand_flood();
+  // flood socket to a bound queue; false when some queue is not bound.
+  bool bind_and_hand_flood();
   void retry_later();
   // Sets up or binds what is missing while the interface is there; true when
   // nothing is missing (or nothing can be done until a link event).

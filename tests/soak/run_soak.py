@@ -65,9 +65,10 @@ EXPECTED_PROBLEMS = (
     # attached again (two faults at once): the attach finds no device, and
     # the uplink waits for the interface.
     r"uplink up0: (still not set up: )?xdp: interface xvsoak-n0: No such device",
-    # A queue bound again right after its program was removed (the kernel
-    # has not let go of the old socket yet): tried again shortly.
-    r"queue \d: xsk: xvsoak-n0 queue \d: copy-mode bind refused: Device or resource busy",
+    # A queue bound again right after its program was removed, or the second
+    # uplink added right after it was removed (the kernel has not let go of
+    # the old socket yet): tried again shortly.
+    r"queue \d: xsk: xvsoak-n[01] queue \d: copy-mode bind refused: Device or resource busy",
     # The uplink's MTU lowered below the ports' (1280): said while it lasts.
     r"uplink up0: port \w+: mtu \d+ needs frames of \d+ bytes; uplink up0 carries at most",
     # A testpmd that listens (server=1) and is still running when the daemon
