@@ -92,7 +92,10 @@ int main(int argc, char** argv) {
   auto* uplink_add = uplink->add_subcommand("add", "add an uplink");
   uplink_add->add_option("NAME", up.name, "uplink name")->required();
   uplink_add->add_option("--interface", up.interface, "network interface")->required();
-  uplink_add->add_option("--queue", up.queues, "NIC queue id (repeat for more; default: every RX queue the NIC has, following ethtool -L)")
+  uplink_add
+      ->add_option("--queue", up.queues,
+                   "NIC queue id (repeat for more; default: every RX queue the NIC has, following "
+                   "ethtool -L)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   uplink_add->add_option("--bind", up.bind, "AF_XDP bind mode")

@@ -143,6 +143,7 @@ class LibvirtDomain(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="xvlv-", dir="/tmp")
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.root = self.libvirt_root
+        self.socket_root = os.path.join(self.tmp, "pod")  # the pod's claim directories
         # Nothing of the test outlives it: no QEMU (kill_qemu) and no cgroup
         # of a domain of its.
         self.addCleanup(self.check_no_cgroup_left)
@@ -256,20 +257,29 @@ class LibvirtDomain(unittest.TestCase):
         self.addCleanup(destroy)
         return dom
 
+    def sidecar_domain(self):
+        """(the domain the sidecar returns for VMI, as text; the path of its
+        vhost-user socket). No device metadata here: the sidecar knows the
+        claims' queues only from --default-queues (2, as the daemon's port
+        offers). Its gRPC is done before libvirt forks QEMU: grpcio's fork
+        handlers in this process make libvirt's handshake with its child
+        fail ("Unable to notify child process: Invalid argument")."""
+        sock = os.path.join(self.socket_root, "vhost", "vhost-port", "vhost.sock")
+        os.makedirs(os.path.dirname(sock))
+        sidecar = test_sidecar.Sidecar(self.tmp, "--metadata-root", os.path.join(self.tmp, "none"),
+                                       "--socket-root", self.socket_root, "--default-queues", "2")
+        try:
+            return sidecar.define(vmi=VMI).decode(), sock
+        finally:
+            sidecar.stop()
+
     def test_a_guest_booted_through_the_sidecars_domain_pings_through_the_daemon(self):
         image = os.environ.get("XDPVHOST_GUEST_IMAGE_DIR")
         if not image or not os.path.exists(os.path.join(image, "initrd.img")):
             self.skipTest("no guest image (XDPVHOST_GUEST_IMAGE_DIR; tests/guest/build_image.sh)")
-        socket_root = os.path.join(self.tmp, "pod")
-        sock = os.path.join(socket_root, "vhost", "vhost-port", "vhost.sock")
-        os.makedirs(os.path.dirname(sock))
-        sidecar = test_sidecar.Sidecar(self.tmp, "--metadata-root", os.path.join(self.tmp, "none"),
-                                       "--socket-root", socket_root, "--default-queues", "2")
-        self.addCleanup(sidecar.stop)
         name = f"xvlv-{os.getpid()}-guest"
         console = os.path.join(self.tmp, "console.log")
-        domain_xml = sidecar.define(vmi=VMI).decode()
-        sidecar.stop()  # before libvirt forks QEMU (see the first test)
+        domain_xml, sock = self.sidecar_domain()
         self.assertIn("<source type='memfd'", domain_xml.replace('"', "'"),
                       "the sidecar gives a domain without a memory source memfd-backed memory")
         xml = booting(runnable_here(domain_xml, name), image, console,
@@ -318,49 +328,15 @@ class LibvirtDomain(unittest.TestCase):
         wait_until(lambda: self.port_state(control) == "waiting", 30, what="port waiting again")
 
     def test_libvirt_starts_the_domain_and_the_daemon_connects(self):
-        socket_root = os.path.join(self.tmp, "pod")
-        sock = os.path.join(socket_root, "vhost", "vhost-port", "vhost.sock")
-        os.makedirs(os.path.dirname(sock))
-        # No device metadata here: the sidecar knows the claims' queues only
-        # from --default-queues (2, as the daemon's port below offers).
-        sidecar = test_sidecar.Sidecar(self.tmp, "--metadata-root", os.path.join(self.tmp, "none"),
-                                       "--socket-root", socket_root, "--default-queues", "2")
-        self.addCleanup(sidecar.stop)
         name = f"xvlv-{os.getpid()}"
-        xml = runnable_here(sidecar.define(vmi=VMI), name)
-        # Done with gRPC before libvirt forks QEMU: grpcio's fork handlers in
-        # this process make libvirt's handshake with its child fail
-        # ("Unable to notify child process: Invalid argument").
-        sidecar.stop()
+        domain_xml, sock = self.sidecar_domain()
+        xml = runnable_here(domain_xml, name)
         control = self.start_daemon(sock)
 
         conn = libvirt.open(f"qemu:///embed?root={self.root}")
         self.addCleanup(conn.close)
         self.addCleanup(self.kill_qemu, name)  # if libvirt never came back
-        result = {}
-
-        def create():
-            try:
-                result["domain"] = conn.createXML(xml, 0)
-            except libvirt.libvirtError as e:
-                result["error"] = e
-
-        t = threading.Thread(target=create)
-        t.start()
-        t.join(120)
-        self.assertFalse(t.is_alive(), "libvirt did not start the domain within 120 s")
-        if "error" in result:
-            log = os.path.join(self.root, "log", "qemu", f"{name}.log")
-            tail = open(log).read()[-1500:] if os.path.exists(log) else ""
-            self.fail(f"libvirt: {str(result['error'])[-300:]}\nQEMU's log: ...{tail}\n"
-                      f"daemon: {open(os.path.join(self.tmp, 'daemon.log')).read()[-1500:]}")
-        dom = result["domain"]
-        def destroy():
-            try:
-                dom.destroy()
-            except libvirt.libvirtError:
-                pass  # already gone (a transient domain ends with destroy)
-        self.addCleanup(destroy)
+        dom = self.create(conn, xml, name)
         self.assertTrue(dom.isActive())
         # QEMU is the vhost-user server at the sidecar's path; the daemon's
         # client port connected (no guest driver runs, so it stays there).
@@ -389,7 +365,7 @@ class LibvirtDomain(unittest.TestCase):
         for tag in ("address", "acpi"):
             for e in plugged.findall(tag):
                 plugged.remove(e)
-        sock2 = os.path.join(socket_root, "vhost", "vhost-port-2", "vhost.sock")
+        sock2 = os.path.join(self.socket_root, "vhost", "vhost-port-2", "vhost.sock")
         os.makedirs(os.path.dirname(sock2))
         plugged.find("source").set("path", sock2)
         # Its port first, as the plugin's prepare comes before: QEMU's netdev
