@@ -127,8 +127,9 @@ TEST(Config, FullExampleHasEveryValue) {
   EXPECT_EQ(u.interface, "eth1");
   EXPECT_EQ(u.queues, (std::vector<std::uint32_t>{0, 1, 2, 3}));
   // Without "queues", or with "all": every RX queue the NIC has.
-  for (const char* text : {R"({"uplinks": [{"name": "a", "interface": "eth1"}]})",
-                           R"({"uplinks": [{"name": "a", "interface": "eth1", "queues": "all"}]})"}) {
+  for (const char* text :
+       {R"({"uplinks": [{"name": "a", "interface": "eth1"}]})",
+        R"({"uplinks": [{"name": "a", "interface": "eth1", "queues": "all"}]})"}) {
     auto all = parse_config(json::parse(text));
     ASSERT_TRUE(all.ok()) << text << ": " << all.error().message;
     EXPECT_FALSE(all->uplinks[0].queues.has_value()) << text;
