@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -107,6 +108,7 @@ void ServiceThread::ring_doorbell() noexcept {
 void ServiceThread::run() {
   const std::string name = "xdpvhost-svc" + std::to_string(index_);
   ::pthread_setname_np(::pthread_self(), name.c_str());
+  tid_.store(::gettid(), std::memory_order_relaxed);
   if (cpu_) {
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -14,6 +14,8 @@
 //
 // The control side reaches it only through post()/call().
 
+#include <sys/types.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -110,6 +112,8 @@ class ServiceThread {
     return R();
   }
   bool stalled() const noexcept { return stalled_.load(std::memory_order_relaxed); }
+  // Its kernel thread id once it runs (0 before), for the watcher's samples.
+  pid_t tid() const noexcept { return tid_.load(std::memory_order_relaxed); }
   // Its syscalls on peers' fds, for the watcher that interrupts one that
   // sleeps, and its heartbeat (Dataplane's ThreadWatcher).
   sys::PeerIoWatch& peer_io() noexcept { return peer_io_; }
@@ -183,6 +187,7 @@ class ServiceThread {
   std::atomic<bool> stalled_{false};
   sys::PeerIoWatch peer_io_;
   Heartbeat heartbeat_;
+  std::atomic<pid_t> tid_{0};
   std::thread thread_;
 
   std::vector<Port*> ports_;

@@ -9,7 +9,8 @@
 
 namespace xdpvhost::dataplane {
 
-ThreadWatcher::ThreadWatcher(std::vector<ServiceThread*> threads) : threads_(std::move(threads)) {
+ThreadWatcher::ThreadWatcher(std::vector<ServiceThread*> threads)
+    : threads_(std::move(threads)), silent_since_(threads_.size()) {
   sys::PeerIoWatch::install_handler();
   thread_ = std::thread([this] { run(); });
 }
@@ -27,10 +28,11 @@ void ThreadWatcher::run() {
   ::pthread_setname_np(::pthread_self(), "xdpvhost-watch");
   std::unique_lock lock(mutex_);
   while (!stop_wanted_.wait_for(lock, kInterval, [this] { return stop_; }))
-    for (ServiceThread* t : threads_) check(*t);
+    for (std::size_t i = 0; i < threads_.size(); ++i) check(i);
 }
 
-void ThreadWatcher::check(ServiceThread& t) {
+void ThreadWatcher::check(std::size_t index) {
+  ServiceThread& t = *threads_[index];
   sys::PeerIoWatch& io = t.peer_io();
   if (io.check() && sys::worth_logging(io.interrupts()))
     spdlog::warn(
@@ -41,16 +43,25 @@ void ThreadWatcher::check(ServiceThread& t) {
   Heartbeat& heart = t.heartbeat();
   const bool was_missing = heart.missing_now();
   const std::chrono::milliseconds silence = heart.silence();  // before this check
-  if (heart.check(t.owes_no_round(), Heartbeat::Clock::now())) {
+  std::optional<sys::ThreadSample>& since = silent_since_[index];
+  const bool missed = heart.check(t.owes_no_round(), Heartbeat::Clock::now());
+  if (missed) {
     if (sys::worth_logging(heart.misses()))
       spdlog::warn(
           "service thread {}: awake ({}) but no poll round for over {} ms: a round is stuck, or "
-          "the thread gets no CPU (#{})",
-          t.index(), t.reported_state(), Heartbeat::kDeadline.count(), heart.misses());
+          "the thread gets no CPU (#{}); kernel: {}",
+          t.index(), t.reported_state(), Heartbeat::kDeadline.count(), heart.misses(),
+          sys::describe_between(since.value_or(sys::ThreadSample{}), sys::sample_thread(t.tid())));
   } else if (was_missing && heart.silence().count() == 0 && sys::worth_logging(heart.misses())) {
     spdlog::info("service thread {}: runs rounds again after about {} ms without one (#{})",
                  t.index(), silence.count(), heart.misses());
   }
+  // The first check that finds it silent samples it: rare for a thread that
+  // beats each round, so the files are read only when a stall may begin.
+  if (heart.silence().count() == 0)
+    since.reset();
+  else if (!since && !missed && t.tid() != 0)
+    since = sys::sample_thread(t.tid());
 }
 
 }  // namespace xdpvhost::dataplane

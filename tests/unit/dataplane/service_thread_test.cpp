@@ -230,8 +230,8 @@ TEST(ServiceThread, EachPortIsChargedWhatPollingItCostsTheThread) {
 TEST(ServiceThread, AThreadStuckInARoundMissesItsHeartbeatAndTheWatcherSaysSo) {
   // A round that does not end (here a command spinning for 1.5 s; in the
   // field a ring walk gone wrong, or a thread starved of CPU), seen without
-  // anyone asking anything of the thread. The other thread, asleep all the
-  // while, owes nothing.
+  // anyone asking anything of the thread, with what the kernel saw it do.
+  // The other thread, asleep all the while, owes nothing.
   std::ostringstream log;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
   auto previous = spdlog::default_logger();
@@ -266,6 +266,13 @@ TEST(ServiceThread, AThreadStuckInARoundMissesItsHeartbeatAndTheWatcherSaysSo) {
             std::string::npos)
       << log.str();
   EXPECT_NE(log.str().find("service thread 0: runs rounds again"), std::string::npos) << log.str();
+  // What the kernel saw: the thread on a CPU (or waiting for one), and how
+  // long it ran since it went silent -- a round that does not end, not a
+  // thread asleep in a syscall.
+  EXPECT_NE(log.str().find("kernel: state R (running or runnable); in the last "),
+            std::string::npos)
+      << log.str();
+  EXPECT_EQ(log.str().find("it ran 0.0 ms"), std::string::npos) << log.str();
 }
 
 TEST(ServiceThread, ACallPastItsDeadlineGetsNothingAndTheThreadIsStalled) {
