@@ -1,6 +1,5 @@
 #include "process_metrics.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,26 +7,13 @@
 #include <cstring>
 #include <string>
 
-#include "sys/unique_fd.hpp"
+#include "sys/proc_file.hpp"
 
 namespace xdpvhost::daemon::metrics {
 
 namespace {
 
-std::optional<std::string> read_small_file(const char* path) {
-  sys::UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) return std::nullopt;
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > (1 << 20)) break;
-  }
-  return text;
-}
+using sys::read_small_file;
 
 // Seconds since the epoch the machine booted (/proc/stat "btime").
 std::optional<double> boot_time() {

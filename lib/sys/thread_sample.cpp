@@ -2,17 +2,16 @@
 
 #include <charconv>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <sstream>
+
+#include "sys/proc_file.hpp"
 
 namespace xdpvhost::sys {
 namespace {
 
 std::string read_proc(pid_t tid, const char* file) {
-  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/" + file);
-  if (!in) return {};
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string path = "/proc/self/task/" + std::to_string(tid) + "/" + file;
+  return read_small_file(path.c_str()).value_or(std::string{});
 }
 
 const char* state_name(char state) {
