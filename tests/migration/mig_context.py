@@ -18,8 +18,11 @@ GUEST_MAC = "52:54:00:4d:49:47"
 
 
 class MigContext(Context):
-    def __init__(self, image: str, daemon_binary: str, **kw):
+    def __init__(self, image: str, daemon_binary: str, verify_memory: bool = False, **kw):
         super().__init__(image, daemon_binary, workroot=WORKROOT, **kw)
+        # The destination waits paused after the migration until its memory
+        # was compared with the source's (memory_compare.py).
+        self.verify_memory = verify_memory
 
     def own(self, proc: subprocess.Popen):
         self._bg.append(proc)

@@ -61,6 +61,9 @@ def main() -> int:
                     help="a failing DPDK reference scenario fails the suite")
     ap.add_argument("--echo", action="store_true")
     ap.add_argument("--log-level", help="xdpvhostd --log-level (e.g. debug)")
+    ap.add_argument("--verify-memory", action="store_true",
+                    help="same-node: the destination starts paused (-S) and its guest memory is "
+                         "compared page by page with the source's before it runs")
     args = ap.parse_args()
     if args.build_dir:
         args.image = args.image or os.path.join(args.build_dir, "guest-image")
@@ -71,7 +74,8 @@ def main() -> int:
         print("run_migration: needs root (network namespaces)", file=sys.stderr)
         return 2
     wanted = [s for s in SCENARIOS if args.scenario == "all" or s[0] in args.scenario.split(",")]
-    ctx = MigContext(args.image, args.daemon, echo=args.echo, log_level=args.log_level)
+    ctx = MigContext(args.image, args.daemon, verify_memory=args.verify_memory, echo=args.echo,
+                     log_level=args.log_level)
     atexit.register(ctx.cleanup)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: sys.exit(1))

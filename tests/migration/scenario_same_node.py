@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 
+import memory_compare
 import qmp_migration as mig
 from backends import XdpvhostNode
 from guest_program import PROGRAM
@@ -31,6 +32,18 @@ LOG_ALL = 1 << 26
 
 def port_features(d, name: str) -> int:
     return int(str(d.call("port.get", name=name).get("features", "0x0")), 16)
+
+
+def verify_memory(r, src, dst):
+    """The destination, paused after the switch-over, holds the source's
+    memory page for page; then it runs."""
+    r.check("verify: destination paused after the switch-over", mig.run_state(dst) == "paused",
+            mig.run_state(dst))
+    same, summary, details = memory_compare.compare(src, dst)
+    for line in details:
+        r.note(line)
+    r.check("verify: destination memory is the source's at the switch-over", same, summary)
+    dst.qmp("cont")
 
 
 def run_same_node(ctx, r, policy="learn-move"):
@@ -88,7 +101,8 @@ def run_same_node(ctx, r, policy="learn-move"):
 
     # ---- completed -------------------------------------------------------
     port = mig.free_port()
-    dst = ctx.guest(wd, socks["vmb"], "mig-dst", qemu_args=mig.incoming_args(port), **common)
+    paused = ["-S"] if ctx.verify_memory else []
+    dst = ctx.guest(wd, socks["vmb"], "mig-dst", qemu_args=mig.incoming_args(port) + paused, **common)
     dst.start()
     time.sleep(1.5)
     tcpdump_log = os.path.join(wd, "peer-tcpdump.log")
@@ -99,6 +113,8 @@ def run_same_node(ctx, r, policy="learn-move"):
     mig.start(src, port)
     st = mig.wait(src, 120)
     r.check("migration completed", st.get("status") == "completed", str(st.get("status")))
+    if ctx.verify_memory:
+        verify_memory(r, src, dst)
     r.check("destination runs", mig.wait_running(dst) == "running", mig.run_state(dst))
     for k, v in mig.figures(st).items():
         r.figure(k, v)
