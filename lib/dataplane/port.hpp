@@ -85,15 +85,14 @@ class Port {
   virtual bool wants_housekeeping() const noexcept { return false; }
   virtual void housekeeping() {}
 
-  // True once after the port's wait fds changed (the thread rebuilds its set).
+  // The port's wait fds changed (a ring started, stopped or broke): the
+  // thread rebuilds its set. True once after that.
+  void wait_fds_changed() noexcept { wait_fds_changed_ = true; }
   bool take_wait_fds_changed() noexcept {
     const bool changed = wait_fds_changed_;
     wait_fds_changed_ = false;
     return changed;
   }
-
- protected:
-  void wait_fds_changed() noexcept { wait_fds_changed_ = true; }
 
  private:
   std::uint32_t id_;
