@@ -40,6 +40,8 @@ def verify_memory(r, src, dst):
     r.check("verify: destination paused after the switch-over", mig.run_state(dst) == "paused",
             mig.run_state(dst))
     same, summary, details = memory_compare.compare(src, dst)
+    with open(os.path.join(os.path.dirname(dst.console_log), "memory-compare.txt"), "w") as f:
+        f.write(summary + "\n" + "\n".join(details) + "\n")
     for line in details:
         r.note(line)
     r.check("verify: destination memory is the source's at the switch-over", same, summary)
