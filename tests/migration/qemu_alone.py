@@ -30,7 +30,8 @@ import qmp_migration as mig  # noqa: E402
 from xvtest.guest import Guest  # noqa: E402
 
 WORKROOT = "/tmp/xdpvhost-qemu-alone"
-BUSY = "ping -i 0.05 127.0.0.1 > /tmp/p.out 2>&1 & while :; do date > /tmp/d; sleep 0.01; done"
+BUSY = ("ping -i 0.05 127.0.0.1 > /tmp/p.out 2>&1 & echo XV-BUSY; "
+        "while :; do date > /tmp/d; sleep 0.01; done")
 
 
 def one_run(image: str, wd: str, cancel: bool) -> tuple[bool, str, list[str]]:
@@ -39,7 +40,7 @@ def one_run(image: str, wd: str, cancel: bool) -> tuple[bool, str, list[str]]:
     try:
         src = Guest(image, None, name="src", **common).start()
         guests.append(src)
-        time.sleep(8)  # booted and busy
+        src.wait_for(r"^XV-BUSY", 120)  # booted and busy
         if cancel:
             port = mig.free_port()
             dst0 = Guest(image, None, name="dst0", qemu_args=mig.incoming_args(port), **common).start()
