@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 namespace xdpvhost::dataplane {
@@ -95,6 +96,48 @@ void Dataplane::detach(Port& port) {
   ServiceThread* t = threads_[thread].get();
   Port* p = &port;
   t->call([t, p] { t->detach_port(p); });
+}
+
+Dataplane::Move Dataplane::move(Port& port, std::uint16_t to) {
+  if (to >= threads_.size()) throw std::out_of_range("service thread index");
+  const auto entry = [&]() -> SwitchEntry& {
+    for (auto& e : entries_)
+      if (e.port == &port) return e;
+    throw std::logic_error("port is not attached");
+  };
+  Move m;
+  m.from = entry().thread;
+  const auto count = [&](MoveOutcome outcome) {
+    m.outcome = outcome;
+    ++move_counts_[static_cast<std::size_t>(outcome)];
+    return m;
+  };
+  if (m.from == to) return count(MoveOutcome::kAlreadyThere);
+  ServiceThread* from = threads_[m.from].get();
+  ServiceThread* dest = threads_[to].get();
+  if (from->stalled() || dest->stalled()) return count(MoveOutcome::kThreadStalled);
+
+  const auto start = std::chrono::steady_clock::now();
+  entry().moving = true;
+  publish_table();
+  Port* p = &port;
+  bool released = false;
+  for (;;) {
+    released = from->call([from, p] { return from->release_port(p); });
+    if (released || from->stalled() || std::chrono::steady_clock::now() - start >= kMoveDeadline)
+      break;
+    std::this_thread::sleep_for(kMoveRetry);
+  }
+  if (released) {
+    dest->call([dest, p] { dest->attach_port(p); });
+    entry().thread = to;
+  }
+  entry().moving = false;
+  publish_table();
+  m.took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+  if (released) return count(MoveOutcome::kMoved);
+  return count(from->stalled() ? MoveOutcome::kThreadStalled : MoveOutcome::kNotSettled);
 }
 
 std::uint16_t Dataplane::thread_of(const Port& port) const {

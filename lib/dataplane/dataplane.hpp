@@ -3,6 +3,8 @@
 // lives on which thread, and the switch table every thread forwards with.
 // Used from the control thread only.
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,8 +15,29 @@
 #include "dataplane/switch_table.hpp"
 #include "dataplane/thread_watcher.hpp"
 #include "dataplane/tunables.hpp"
+#include "sys/enum_names.hpp"
 
 namespace xdpvhost::dataplane {
+
+// How Dataplane::move ended.
+enum class MoveOutcome : std::uint8_t {
+  kMoved,          // the port runs on the new thread
+  kAlreadyThere,   // it ran there already: nothing done
+  kNotSettled,     // frames for it stayed queued (its guest took none) or
+                   // its TX did not drain within kMoveDeadline: it stays
+  kThreadStalled,  // the old or the new thread is stalled: it stays
+  kCount
+};
+inline constexpr sys::EnumNames<MoveOutcome, 4> kMoveOutcomeNames{{
+    {MoveOutcome::kMoved, "moved"},
+    {MoveOutcome::kAlreadyThere, "already_there"},
+    {MoveOutcome::kNotSettled, "not_settled"},
+    {MoveOutcome::kThreadStalled, "thread_stalled"},
+}};
+static_assert(sys::in_enum_order(kMoveOutcomeNames, static_cast<std::size_t>(MoveOutcome::kCount)));
+constexpr const char* to_string(MoveOutcome o) {
+  return sys::name_of(kMoveOutcomeNames, o);
+}
 
 class Dataplane {
  public:
@@ -61,8 +84,34 @@ class Dataplane {
   // Makes `port` unreachable, then takes it off its thread. Afterwards no
   // thread touches it; the caller may destroy it.
   void detach(Port& port);
-  // The thread `port` lives on (it must be attached).
+  // The thread `port` lives on (it must be attached), and that thread: where
+  // the control side runs the port's commands.
   std::uint16_t thread_of(const Port& port) const;
+  ServiceThread& owner(const Port& port) { return *threads_[thread_of(port)]; }
+  const ServiceThread& owner(const Port& port) const { return *threads_[thread_of(port)]; }
+
+  // Moves `port` (attached) to service thread `to` without losing,
+  // duplicating or reordering a frame:
+  //   1. the switch marks it moving: unicast frames for it wait at their
+  //      senders (as for a full port), and every flood waits where it is;
+  //   2. its thread lets it go (ServiceThread::release_port) once it has
+  //      delivered every frame already queued for it and the port settled,
+  //      asked again every kMoveRetry until kMoveDeadline;
+  //   3. thread `to` takes it, and the switch reaches it there.
+  // Unsettled at the deadline, it stays where it was and runs on; nothing is
+  // lost either way. What waited meanwhile flows once the table is published.
+  static constexpr std::chrono::milliseconds kMoveDeadline{1000};
+  static constexpr std::chrono::microseconds kMoveRetry{200};
+  struct Move {
+    MoveOutcome outcome = MoveOutcome::kAlreadyThere;
+    std::uint16_t from = 0;
+    std::chrono::microseconds took{0};  // from marking it moving to the last publish
+  };
+  Move move(Port& port, std::uint16_t to);
+  // Moves made and tried, by outcome.
+  std::uint64_t moves(MoveOutcome outcome) const noexcept {
+    return move_counts_[static_cast<std::size_t>(outcome)];
+  }
 
   const Tunables& tunables() const noexcept { return tunables_; }
   // Applies to every service thread between two bursts.
@@ -82,6 +131,7 @@ class Dataplane {
   L2Domains l2_domains_;
   Tunables tunables_;
   std::uint32_t next_port_id_ = 1;
+  std::array<std::uint64_t, static_cast<std::size_t>(MoveOutcome::kCount)> move_counts_{};
   std::unique_ptr<ThreadWatcher> watcher_;
 };
 

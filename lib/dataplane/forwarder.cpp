@@ -22,6 +22,7 @@ Forwarder::Route Forwarder::route(const Port& from, const Frame& frame) const no
 
 bool Forwarder::forward(Port& from, const Frame& frame, const Route& route) noexcept {
   if (route.flood) {
+    if (floods_wait()) return wait(from);
     flood(from, frame);
     return true;
   }
@@ -45,6 +46,7 @@ void Forwarder::flood(Port& from, const Frame& frame) noexcept {
 }
 
 bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept {
+  if (to.moving) return wait(from);  // unicast only: floods wait before (floods_wait)
   if (to.thread == thread_) {
     if (unicast && !to.port->can_accept(frame)) return wait(from);
     to.port->deliver(frame);
@@ -55,7 +57,7 @@ bool Forwarder::send(Port& from, const SwitchEntry& to, const Frame& frame, bool
     from.counters().drop(DropReason::kOversize);
     return true;
   }
-  if (box == nullptr || !box->push(to.port_id, frame)) {
+  if (box == nullptr || !box->push(to.port_id, frame, from.id())) {
     if (unicast && box != nullptr) return wait(from);
     from.counters().drop(DropReason::kMailboxFull);
     return true;

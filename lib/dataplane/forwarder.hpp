@@ -47,13 +47,18 @@ class Forwarder {
   };
   Route route(const Port& from, const Frame& frame) const noexcept;
 
-  // Forwards a frame taken from `from`. Returns false if a unicast frame
-  // cannot be taken now (destination full): the caller keeps it and stops
-  // taking frames from that source for this round (back-pressure).
+  // Forwards a frame taken from `from`. Returns false if it cannot be taken
+  // now: a unicast frame whose destination is full or moving between
+  // threads, a flood while any port moves (floods_wait). The caller keeps it
+  // and stops taking frames from that source for this round (back-pressure).
   bool forward(Port& from, const Frame& frame) noexcept {
     return forward(from, frame, route(from, frame));
   }
   bool forward(Port& from, const Frame& frame, const Route& route) noexcept;
+  // A port is moving between threads (Dataplane::move): a flood waits where
+  // it is until the port has arrived. A sender that cannot put a flood back
+  // (a packet socket's batch, an announcement) does not take it meanwhile.
+  bool floods_wait() const noexcept { return table_ != nullptr && table_->any_moving(); }
 
   // Threads this one pushed frames to since the last call; clears the set.
   template <class Fn>
@@ -67,7 +72,8 @@ class Forwarder {
 
  private:
   bool send(Port& from, const SwitchEntry& to, const Frame& frame, bool unicast) noexcept;
-  // A unicast frame whose destination is full now: the sender keeps it
+  // A unicast frame whose destination is full or moving now (or a flood
+  // while a port moves): the sender keeps it
   // (counted as a wait); returns false for forward() to say so.
   static bool wait(Port& from) noexcept {
     from.counters().waits.add();

@@ -103,6 +103,12 @@ unsigned GuestTx::poll_queue(GuestQueue& q, Forwarder& forwarder) {
         break;
       }
       count_refused(admission);
+    } else if (frame.is_multicast() && forwarder.floods_wait()) {
+      // A port moves between threads: the flood waits on the ring, before
+      // it is charged to the flood limit.
+      port_.counters().waits.add();
+      q.ring.unpop(1);
+      break;
     } else if (frame.is_multicast() && !flood_.allow(frame.offload.segments)) {
       port_.counters().drop(DropReason::kFloodLimited);
     } else {
@@ -126,6 +132,7 @@ unsigned GuestTx::poll_queue(GuestQueue& q, Forwarder& forwarder) {
 }
 
 void GuestTx::send_announce(Forwarder& forwarder) {
+  if (forwarder.floods_wait()) return;  // sent once the moving port has arrived
   announce_pending_ = false;
   // RARP "request reverse" from the guest's MAC, as QEMU announces a guest
   // itself (net/announce.c): broadcast, sender and target hardware address

@@ -33,8 +33,9 @@ class Mailbox {
   static constexpr std::uint32_t kBytes = 2u << 20;
 
   struct Slot {
-    std::uint32_t port_id;
-    std::uint32_t offset;  // into the byte ring
+    std::uint32_t port_id;    // where it goes
+    std::uint32_t from_port;  // the port it came from (0: none named)
+    std::uint32_t offset;     // into the byte ring
     std::uint32_t len;
     net::ValidatedOffload offload;
     bool data_valid;
@@ -47,9 +48,10 @@ class Mailbox {
       : slots_(std::make_unique<Slot[]>(kSlots)),
         bytes_(std::make_unique_for_overwrite<std::uint8_t[]>(kBytes)) {}
 
-  // Producer: copies the frame in; false if there is no slot or no
-  // contiguous room for it now (or it is longer than kMaxFrame: never).
-  bool push(std::uint32_t port_id, const Frame& frame) noexcept {
+  // Producer: copies the frame for `port_id`, from `from_port`, in; false
+  // if there is no slot or no contiguous room for it now (or it is longer
+  // than kMaxFrame: never).
+  bool push(std::uint32_t port_id, const Frame& frame, std::uint32_t from_port = 0) noexcept {
     if (frame.len > kMaxFrame) return false;
     const std::uint32_t head = head_.load(std::memory_order_relaxed);
     const std::uint32_t tail = tail_.load(std::memory_order_acquire);
@@ -58,6 +60,7 @@ class Mailbox {
     if (!place(head, tail, frame.len, at)) return false;
     Slot& s = slots_[head % kSlots];
     s.port_id = port_id;
+    s.from_port = from_port;
     s.offset = at;
     s.len = gather(frame, 0, bytes_.get() + at, frame.len);
     s.offload = frame.offload;
@@ -71,6 +74,24 @@ class Mailbox {
   // Producer: how many more frames fit now, bytes permitting.
   std::uint32_t free_slots() const noexcept {
     return kSlots - (head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire));
+  }
+
+  // Producer: whether a frame from `port_id` is still in the mailbox (the
+  // producer wrote every slot between tail and head; the consumer only
+  // reads them).
+  bool holds_from(std::uint32_t port_id) const noexcept {
+    const std::uint32_t head = head_.load(std::memory_order_relaxed);
+    for (std::uint32_t t = tail_.load(std::memory_order_acquire); t != head; ++t)
+      if (slots_[t % kSlots].from_port == port_id) return true;
+    return false;
+  }
+
+  // Consumer: whether a frame for `port_id` is still in the mailbox.
+  bool holds(std::uint32_t port_id) const noexcept {
+    const std::uint32_t head = head_.load(std::memory_order_acquire);
+    for (std::uint32_t t = tail_.load(std::memory_order_relaxed); t != head; ++t)
+      if (slots_[t % kSlots].port_id == port_id) return true;
+    return false;
   }
 
   bool empty() const noexcept {

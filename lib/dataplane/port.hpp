@@ -80,6 +80,10 @@ class Port {
   // it was interrupted (sys::PeerIoWatch): the peer cleared its O_NONBLOCK.
   // The port stops using it.
   virtual void peer_fd_blocked(int /*fd*/) {}
+  // Whether the port can change threads now (Dataplane::move): nothing it
+  // accepted is still on its way out, where a frame sent after the move
+  // (through another queue) could overtake it. Owning thread.
+  virtual bool settled() const noexcept { return true; }
   // Periodic housekeeping on the owning thread (about every 100 ms), for
   // ports that ask for it.
   virtual bool wants_housekeeping() const noexcept { return false; }

@@ -79,6 +79,19 @@ void ServiceThread::detach_port(Port* port) {
   wait_fds_dirty_ = true;
 }
 
+bool ServiceThread::release_port(Port* port) {
+  // Frames for it that other threads queued here go first; and so do the
+  // frames it sent through this thread's outboxes, or one it sends from the
+  // new thread could reach the same destination before them.
+  for (const auto& box : inboxes_)
+    if (box && box->holds(port->id())) return false;
+  for (std::size_t t = 0; t < peers_.size(); ++t)
+    if (t != index_ && peers_[t]->inbox(index_).holds_from(port->id())) return false;
+  if (!port->settled()) return false;
+  detach_port(port);
+  return true;
+}
+
 void ServiceThread::set_tunables(const Tunables& t) {
   tunables_ = t;
   busy_poll_us_.store(t.busy_poll_us, std::memory_order_relaxed);

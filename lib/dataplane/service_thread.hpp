@@ -148,6 +148,12 @@ class ServiceThread {
   // ---- on the service thread (inside commands) ----
   void attach_port(Port* port);
   void detach_port(Port* port);
+  // Lets `port` go to another thread (Dataplane::move) if nothing of it is
+  // in flight here: no frame for it left in this thread's mailboxes, none
+  // from it in the mailboxes toward other threads, and the port settled
+  // (Port::settled). False: the rounds in between deliver and
+  // send what is left, and the caller asks again.
+  bool release_port(Port* port);
   void set_table(std::shared_ptr<const SwitchTable> table) {
     forwarder_.set_table(std::move(table));
   }

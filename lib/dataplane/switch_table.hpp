@@ -42,12 +42,16 @@ struct SwitchEntry {
   // through that list, never flooded to.
   bool secondary = false;
   std::vector<std::uint32_t> rx_groups;
+  // Between two service threads (Dataplane::move): unicast frames for it
+  // wait at their senders, and every flood waits while any port moves.
+  bool moving = false;
 };
 
 class SwitchTable {
  public:
   void add(const SwitchEntry& e) {
     entries_.push_back(e);
+    any_moving_ = any_moving_ || e.moving;
     if (e.kind == PortKind::kGuest && e.mac && !e.secondary)
       by_mac_[e.mac->key()] = entries_.size() - 1;
     uplink_queues_.clear();  // recomputed by finish()
@@ -82,6 +86,8 @@ class SwitchTable {
     }
   }
   const std::vector<SwitchEntry>& entries() const noexcept { return entries_; }
+  // A port is moving between threads: floods wait until it has arrived.
+  bool any_moving() const noexcept { return any_moving_; }
   // The L2 domain of the guests of `uplink` (kNoUplinkId: those with none).
   std::uint32_t domain_of(std::uint32_t uplink) const noexcept {
     for (const auto& [member, domain] : joined_)  // a handful at most, usually none
@@ -131,6 +137,7 @@ class SwitchTable {
   }
 
   std::vector<SwitchEntry> entries_;
+  bool any_moving_ = false;
   L2Domains joined_;
   std::vector<std::size_t> rx_groups_;  // entry indices; each guest's run is its range below
   std::vector<std::pair<std::size_t, std::size_t>> rx_group_range_;  // (first, count) per entry

@@ -90,6 +90,7 @@ class UplinkQueuePort final : public Port {
   void deliver(const Frame& frame) override { tx_.deliver(frame); }
   bool can_accept(const Frame& frame) const noexcept override { return tx_.can_accept(frame); }
   void end_burst() override { tx_.end_burst(); }
+  bool settled() const noexcept override { return tx_.settled(); }
   bool prepare_sleep() override;
   void after_wake() override { rx_.woke(); }
   void wait_fds(std::vector<WaitFd>& out, bool& needs_timer) override;

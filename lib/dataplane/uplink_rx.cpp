@@ -142,7 +142,8 @@ bool UplinkRx::coalescable(const Frame& frame, const Forwarder::Route& route,
   // takes every frame, into its ring or its backlog, while a mailbox toward
   // another thread may be full.
   const SwitchEntry* to = route.to;
-  if (to == nullptr || to->kind != PortKind::kGuest || to->thread != forwarder.thread())
+  if (to == nullptr || to->kind != PortKind::kGuest || to->thread != forwarder.thread() ||
+      to->moving)
     return false;
   const std::uint16_t ethertype = net::load_be16(frame.eth + 12);
   if (ethertype != net::kEtherTypeIpv4 && ethertype != net::kEtherTypeIpv6) return false;
@@ -169,7 +170,8 @@ void UplinkRx::forward_gro(Forwarder& forwarder, const net::GroFrame& f) {
 }
 
 unsigned UplinkRx::poll_flood(Forwarder& forwarder) {
-  if (!q_.flood) return 0;
+  // A port moves between threads: floods wait, here in the socket's queue.
+  if (!q_.flood || forwarder.floods_wait()) return 0;
   // Broadcast and multicast are rare; a recvmmsg() on every busy-poll round
   // would be a syscall per round. Look every kFloodPollRounds rounds, and at
   // once after a wakeup (the packet socket's fd is in the epoll set).

@@ -30,6 +30,11 @@ class UplinkTx {
   void deliver(const Frame& frame);
   // End of a burst: submit what was put on the ring, kick if needed.
   void end_burst();
+  // Every frame taken was handed to the kernel: nothing is left on the TX
+  // ring (or written and not submitted) to leave after later frames.
+  bool settled() const noexcept {
+    return reserved_ == 0 && (!q_.socket || q_.socket->tx_pending() == 0);
+  }
   // Checksums go to the kernel through TX metadata (status().tx_checksum_offload).
   bool checksum_offload() const noexcept { return checksum_offload_; }
 

@@ -19,6 +19,7 @@
 #include "dataplane/dataplane.hpp"
 #include "sys/cpu_budget.hpp"
 #include "dataplane/guest_port.hpp"
+#include "attached_guest.hpp"
 #include "net_test_guest.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -26,56 +27,13 @@ namespace xdpvhost::dataplane {
 namespace {
 
 using namespace std::chrono_literals;
+using test::Attached;
+using test::eventually;
 using test::NetTestGuest;
+using test::options;
 
 const std::uint8_t kMacA[6] = {0x52, 0x54, 0, 0, 1, 0xa};
 const std::uint8_t kMacB[6] = {0x52, 0x54, 0, 0, 1, 0xb};
-
-// Waits (up to a generous deadline, so a broken build fails instead of
-// hanging) until `done` holds.
-template <class Fn>
-bool eventually(Fn done) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(100us);
-  }
-  return done();
-}
-
-struct Attached {
-  Attached(Dataplane& dp, std::uint16_t thread, const std::uint8_t mac[6],
-           std::uint64_t features = test::default_features(), std::uint32_t mtu = 1500)
-      : dp(dp),
-        thread(thread),
-        guest(features),
-        port(dp.allocate_port_id(), "p", Port::kNoUplinkId,
-             GuestPort::Options{mtu, {}, MacPolicy::kFixed, net::MacAddress::from(mac)}) {
-    dp.attach(port, thread, net::MacAddress::from(mac));
-    for (std::uint32_t v : {0u, 1u}) {
-      auto start = guest.start(v);
-      dp.thread(thread).call([&] {
-        port.start_queue(std::move(start));
-        dp.thread(thread).wait_fds_changed();
-      });
-    }
-  }
-  ~Attached() {
-    for (std::uint32_t v : {0u, 1u}) dp.thread(thread).call([&] { port.stop_queue(v); });
-    dp.detach(port);
-  }
-  Dataplane& dp;
-  std::uint16_t thread;
-  NetTestGuest guest;
-  GuestPort port;
-};
-
-Dataplane::Options options(std::uint16_t threads, std::uint32_t busy_poll_us) {
-  Dataplane::Options o;
-  o.threads = threads;
-  o.tunables.busy_poll_us = busy_poll_us;
-  return o;
-}
 
 TEST(ServiceThread, FramesCrossThreadsThroughMailboxes) {
   Dataplane dp(options(2, 50));
