@@ -22,7 +22,7 @@ GuestPortController::GuestPortController(Dataplane& dataplane, boost::asio::io_c
       arbiter_(std::move(arbiter)),
       mac_(at_start == MacAtStart::kHolds ? config_.mac : std::nullopt),
       mac_source_(mac_ ? MacSource::kConfig : MacSource::kNone),
-      thread_(config_.thread.value_or(dataplane.least_loaded_thread())),
+      placement_(config_.thread.value_or(dataplane.least_loaded_thread())),
       port_(std::make_unique<GuestPort>(
           dataplane.allocate_port_id(), config_.name, uplink_id,
           GuestPort::Options{config_.mtu, tunables, config_.mac_policy, config_.mac,
@@ -42,7 +42,7 @@ GuestPortController::GuestPortController(Dataplane& dataplane, boost::asio::io_c
                   GuestPort::Options{config_.mtu, tunables, config_.mac_policy, config_.mac,
                                      mac_.has_value() || !config_.mac},
                   static_cast<dataplane::MacLearner*>(this)),
-              static_cast<std::uint16_t>((thread_ + g) % threads)});
+              static_cast<std::uint16_t>((placement_ + g) % threads)});
   rx_running_.assign(pairs, false);
   vhost::SocketEndpoint::Options options;
   options.name = config_.name;
@@ -55,11 +55,15 @@ GuestPortController::~GuestPortController() {
   alive_.reset();     // learning requests still queued on the io_context find nobody
   endpoint_->stop();  // the device forgets the session: every ring stops
   device_.disconnect();
+  std::vector<const ServiceThread*> owners;  // asked again once they let the groups go
+  for (std::size_t g = 0; g < group_count(); ++g)
+    owners.push_back(&dataplane_.thread(group_thread(g)));
   if (attached_) {
     for (auto& g : more_groups_) dataplane_.detach(*g.port);
     dataplane_.detach(*port_);
+    attached_ = false;
   }
-  if (stalled()) {
+  if (std::any_of(owners.begin(), owners.end(), [](const auto* t) { return t->stalled(); })) {
     // A stalled thread may still hold the groups: they are left to it, not freed.
     spdlog::error("port {}: a service thread of it is stalled; the port's memory is left to it",
                   config_.name);
@@ -68,7 +72,7 @@ GuestPortController::~GuestPortController() {
   }
 }
 
-bool GuestPortController::stalled() const noexcept {
+bool GuestPortController::stalled() const {
   for (std::size_t g = 0; g < group_count(); ++g)
     if (dataplane_.thread(group_thread(g)).stalled()) return true;
   return false;
@@ -104,12 +108,12 @@ void GuestPortController::publish_rx_groups() {
 }
 
 bool GuestPortController::start(std::string& error) {
-  if (thread_ >= dataplane_.thread_count()) {
-    error = "service thread " + std::to_string(thread_) + " does not exist";
+  if (placement_ >= dataplane_.thread_count()) {
+    error = "service thread " + std::to_string(placement_) + " does not exist";
     return false;
   }
-  dataplane_.attach(*port_, thread_, mac_);
-  for (auto& g : more_groups_) dataplane_.attach_group(*g.port, g.thread, *port_);
+  dataplane_.attach(*port_, placement_, mac_);
+  for (auto& g : more_groups_) dataplane_.attach_group(*g.port, g.placement, *port_);
   attached_ = true;
   if (!endpoint_->start(error)) {
     for (auto& g : more_groups_) dataplane_.detach(*g.port);
@@ -168,7 +172,7 @@ void GuestPortController::set_mtu(std::uint32_t mtu) {
 bool GuestPortController::announce(const std::array<std::uint8_t, 6>& mac) {
   GuestPort* port = port_.get();
   const net::MacAddress m = net::MacAddress::from(mac.data());
-  dataplane_.thread(thread_).call([port, m] { port->announce(m); });
+  dataplane_.thread(group_thread(0)).call([port, m] { port->announce(m); });
   migration_.announced();
   ++announcements_;
   if (sys::worth_logging(announcements_))
@@ -194,7 +198,7 @@ void GuestPortController::release_mac() {
   spdlog::info("port {}: MAC {} moved away (its guest stopped)", config_.name, mac_->to_string());
   mac_.reset();
   mac_source_ = MacSource::kNone;
-  dataplane_.thread(thread_).call([port] { port->mac_released(); });
+  dataplane_.thread(group_thread(0)).call([port] { port->mac_released(); });
 }
 
 // On the port's service thread: hand the decision to the control thread.

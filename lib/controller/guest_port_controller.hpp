@@ -8,7 +8,9 @@
 // T threads has G = min(P, T) queue groups, one GuestPort each; group g runs
 // on thread (first + g) mod T, where `first` is the configured thread or the
 // least loaded one, and pair p belongs to group p mod G (round-robin). Each
-// pair is polled by exactly one thread.
+// pair is polled by exactly one thread. A group may be moved to another
+// thread later (queue.move: Dataplane::move); which thread runs it is then
+// the Dataplane's to say, and the port's commands go there.
 
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
@@ -80,8 +82,16 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   const GuestPort& group(std::size_t g) const noexcept {
     return g == 0 ? *port_ : *more_groups_[g - 1].port;
   }
-  std::uint16_t group_thread(std::size_t g) const noexcept {
-    return g == 0 ? thread_ : more_groups_[g - 1].thread;
+  // The thread group g runs on: the Dataplane's word once it is attached (a
+  // move changes it), its placement before.
+  std::uint16_t group_thread(std::size_t g) const {
+    if (attached_) return dataplane_.thread_of(group(g));
+    return g == 0 ? placement_ : more_groups_[g - 1].placement;
+  }
+  // Moves queue group g to service thread `thread` (Dataplane::move). The
+  // port is started.
+  Dataplane::Move move_group(std::size_t g, std::uint16_t thread) {
+    return dataplane_.move(group_port(g), thread);
   }
   // The group that polls queue pair `pair`.
   std::size_t group_of_pair(std::uint32_t pair) const noexcept { return pair % group_count(); }
@@ -95,9 +105,9 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   bool broken() const noexcept;
   const vhost::Device& device() const noexcept { return device_; }
   const vhost::SocketEndpoint& endpoint() const noexcept { return *endpoint_; }
-  std::uint16_t thread() const noexcept { return thread_; }
+  std::uint16_t thread() const { return group_thread(0); }
   // A service thread of the port is stalled: the port is failed for good.
-  bool stalled() const noexcept;
+  bool stalled() const;
   // The MAC the switch reaches the port at (configured or learned), if any.
   const std::optional<net::MacAddress>& mac() const noexcept { return mac_; }
   MacSource mac_source() const noexcept { return mac_source_; }
@@ -137,7 +147,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
 
   struct Group {
     std::unique_ptr<GuestPort> port;
-    std::uint16_t thread = 0;
+    std::uint16_t placement = 0;  // the thread it is attached to
   };
 
   Dataplane& dataplane_;
@@ -150,7 +160,7 @@ class GuestPortController final : private vhost::DeviceBackend, private dataplan
   std::uint64_t refusals_ = 0;
   std::uint64_t learned_ = 0;  // MACs learned (logged as refusals are: sys/log_rate.hpp)
   std::optional<MacRefusalRecord> last_refusal_;
-  std::uint16_t thread_;
+  std::uint16_t placement_;          // the thread group 0 is attached to
   std::unique_ptr<GuestPort> port_;  // group 0
   std::vector<Group> more_groups_;   // groups 1 .. G-1
   std::vector<bool> rx_running_;     // per pair: its receive queue runs

@@ -61,10 +61,11 @@ UplinkController::~UplinkController() {
     channels_wait_->release();
   }
   teardown();
-  if (attached_)
-    for (auto& port : ports_) dataplane_.detach(*port);
+  std::vector<const ServiceThread*> owners;  // asked again once they let the queues go
+  for (const auto& port : ports_) owners.push_back(&dataplane_.owner(*port));
+  for (auto& port : ports_) dataplane_.detach(*port);
   for (std::size_t i = 0; i < ports_.size(); ++i)
-    if (dataplane_.thread(threads_[i]).stalled()) (void)ports_[i].release();  // left to it
+    if (owners[i]->stalled()) (void)ports_[i].release();  // left to it
 }
 
 std::uint32_t UplinkController::max_frame() const {
@@ -112,7 +113,6 @@ bool UplinkController::add_queue_port(std::uint32_t queue, std::string& error) {
     return false;
   }
   dataplane_.attach(*port, thread);
-  threads_.push_back(thread);
   ports_.push_back(std::move(port));
   return true;
 }
@@ -214,7 +214,7 @@ void UplinkController::sync_queues() {
   if (flood_port_ && !wanted(*flood_port_)) {
     // Its queue is gone: the flood socket goes to a queue the NIC has.
     UplinkQueuePort* port = ports_[*flood_port_].get();
-    dataplane_.thread(threads_[*flood_port_])
+    dataplane_.owner(*ports_[*flood_port_])
         .call([port] { return port->set_flood_socket(nullptr); })
         .close();
     flood_port_.reset();
@@ -274,7 +274,7 @@ void UplinkController::hand_flood_socket() {
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     if (!wanted(i) || !ports_[i]->status().bound.load()) continue;
     UplinkQueuePort* port = ports_[i].get();
-    dataplane_.thread(threads_[i])
+    dataplane_.owner(*ports_[i])
         .call([port, flood = std::move(flood_)]() mutable {
           return port->set_flood_socket(std::move(flood));
         })
@@ -374,7 +374,7 @@ void UplinkController::teardown() {
   unbind_queues();
   if (flood_port_ && attached_) {
     UplinkQueuePort* port = ports_[*flood_port_].get();
-    dataplane_.thread(threads_[*flood_port_])
+    dataplane_.owner(*ports_[*flood_port_])
         .call([port] { return port->set_flood_socket(nullptr); })
         .close();
   }
@@ -434,7 +434,7 @@ bool UplinkController::bind_queues(std::string& error) {
       frame_facts_.zero_copy = socket->zero_copy();
       frame_facts_.socket_multi_buffer = socket->multi_buffer();
     }
-    ServiceThread* thread = &dataplane_.thread(threads_[i]);
+    ServiceThread* thread = &dataplane_.owner(*ports_[i]);
     thread
         ->call([thread, port, umem = std::move(umem), socket = std::move(socket)]() mutable {
           auto previous = port->bind(std::move(umem), std::move(socket));
@@ -450,7 +450,7 @@ void UplinkController::unbind_queue(std::size_t i) {
   UplinkQueuePort* port = ports_[i].get();
   if (program_) program_->unregister_socket(port->queue());
   if (!attached_) return;
-  ServiceThread* thread = &dataplane_.thread(threads_[i]);
+  ServiceThread* thread = &dataplane_.owner(*ports_[i]);
   thread
       ->call([thread, port] {
         auto released = port->unbind();
@@ -468,7 +468,7 @@ void UplinkController::set_link_up(bool up) {
   link_ = up ? LinkState::kUp : LinkState::kDown;
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
-    dataplane_.thread(threads_[i]).call([port, up] { port->set_link_up(up); });
+    dataplane_.owner(*ports_[i]).call([port, up] { port->set_link_up(up); });
   }
 }
 
@@ -498,7 +498,7 @@ void UplinkController::on_link_events() {
       link_ = LinkState::kAbsent;
       for (std::size_t i = 0; i < ports_.size(); ++i) {
         UplinkQueuePort* port = ports_[i].get();
-        dataplane_.thread(threads_[i]).call([port] { port->set_link_up(false); });
+        dataplane_.owner(*ports_[i]).call([port] { port->set_link_up(false); });
       }
       continue;
     }
@@ -562,7 +562,7 @@ void UplinkController::apply_max_frame() {
   if (program_) program_->set_max_frame_len(frame);
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
-    dataplane_.thread(threads_[i]).call([port, frame] { port->set_max_frame(frame); });
+    dataplane_.owner(*ports_[i]).call([port, frame] { port->set_max_frame(frame); });
   }
 }
 
@@ -594,8 +594,15 @@ void UplinkController::set_tunables(const Tunables& t) {
   tunables_ = t;
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     UplinkQueuePort* port = ports_[i].get();
-    dataplane_.thread(threads_[i]).call([port, t] { port->set_tunables(t); });
+    dataplane_.owner(*ports_[i]).call([port, t] { port->set_tunables(t); });
   }
+}
+
+std::optional<dataplane::Dataplane::Move> UplinkController::move_queue(std::uint32_t queue,
+                                                                       std::uint16_t thread) {
+  for (auto& port : ports_)
+    if (port->queue() == queue) return dataplane_.move(*port, thread);
+  return std::nullopt;
 }
 
 std::vector<UplinkController::QueueReport> UplinkController::queue_reports() const {
@@ -604,7 +611,7 @@ std::vector<UplinkController::QueueReport> UplinkController::queue_reports() con
     const auto& st = ports_[i]->status();
     QueueReport r;
     r.queue = ports_[i]->queue();
-    r.thread = threads_[i];
+    r.thread = dataplane_.thread_of(*ports_[i]);
     r.bind_mode = !st.bound.load() ? "unbound" : st.zero_copy.load() ? "zerocopy" : "copy";
     r.multi_buffer = st.bound.load() && st.multi_buffer.load();
     r.tx_checksum = !st.bound.load()                ? "unbound"

@@ -99,6 +99,9 @@ class UplinkController {
   std::uint32_t nic_rx_queues() const noexcept { return nic_queues_; }
   std::vector<QueueReport> queue_reports() const;
   const std::vector<std::unique_ptr<UplinkQueuePort>>& ports() const noexcept { return ports_; }
+  // Moves the port of NIC queue `queue` to service thread `thread`
+  // (Dataplane::move); nullopt if the uplink has no port for that queue.
+  std::optional<dataplane::Dataplane::Move> move_queue(std::uint32_t queue, std::uint16_t thread);
   // XDP program facts ("native, single program (...)"), empty while detached.
   std::string program_report() const;
   // Program counters (cumulative over re-attachments).
@@ -176,7 +179,6 @@ class UplinkController {
   Tunables tunables_;
   std::string bpf_object_;
   std::vector<std::unique_ptr<UplinkQueuePort>> ports_;
-  std::vector<std::uint16_t> threads_;
   bool attached_ = false;
 
   std::unique_ptr<nic::XdpProgram> program_;
