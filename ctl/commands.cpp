@@ -132,6 +132,27 @@ int Commands::port_remove(const std::string& name) {
                 [](const json& r) { std::cout << "removed port " << cell(r, "removed") << '\n'; });
 }
 
+int Commands::queue_move(const QueueMoveOptions& o) {
+  json params{{"thread", o.thread}};
+  if (o.port) {
+    params["port"] = *o.port;
+    params["pair"] = o.pair;
+  } else {
+    params["uplink"] = o.uplink.value_or("");
+    params["queue"] = o.queue;
+  }
+  return finish(client_.call("queue.move", params), [&](const json& r) {
+    const std::string what =
+        o.port ? "port " + *o.port + " pairs " + cell(r, "pairs")
+               : "uplink " + o.uplink.value_or("") + " queue " + std::to_string(o.queue);
+    if (cell(r, "outcome") == "already_there")
+      std::cout << what << " already runs on service thread " << cell(r, "thread") << '\n';
+    else
+      std::cout << what << " moved from service thread " << cell(r, "from") << " to "
+                << cell(r, "thread") << " in " << cell(r, "took_us") << " us\n";
+  });
+}
+
 int Commands::uplink_list() {
   return finish(client_.call("uplink.list"),
                 [](const json& r) { print_uplink_list(r, std::cout); });

@@ -38,6 +38,13 @@ struct Scope {
   nlohmann::json params() const;
 };
 
+// queue move: a port's queue pair (its queue group) or an uplink's NIC
+// queue, and the service thread to run it.
+struct QueueMoveOptions {
+  std::optional<std::string> port, uplink;
+  unsigned pair = 0, queue = 0, thread = 0;
+};
+
 struct WatchOptions {
   bool enabled = false;
   double interval_s = 1.0;
@@ -62,6 +69,7 @@ class Commands {
   int stats(const Scope& scope, const WatchOptions& watch);
   int stats_reset(const Scope& scope);
   int log_level(const std::string& level);
+  int queue_move(const QueueMoveOptions& o);
   int version(const std::string& client_version);
   int call(const std::string& method, const std::string& params_text);
 

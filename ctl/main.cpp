@@ -152,6 +152,23 @@ int main(int argc, char** argv) {
     code = Commands(global).stats(stats_scope, watch);
   });
 
+  // ---- queue ----
+  auto* queue = app.add_subcommand("queue", "queues and the service threads that run them")
+                    ->require_subcommand(1);
+  QueueMoveOptions qm;
+  auto* queue_move = queue->add_subcommand(
+      "move", "run a port's queue pair (its queue group) or an uplink's queue on another thread");
+  auto* qm_port = queue_move->add_option("--port", qm.port, "the guest port");
+  auto* qm_uplink = queue_move->add_option("--uplink", qm.uplink, "the uplink");
+  qm_port->excludes(qm_uplink);
+  queue_move->add_option("--pair", qm.pair, "with --port: a queue pair of it (default 0)");
+  queue_move->add_option("--queue", qm.queue, "with --uplink: its NIC queue (default 0)");
+  queue_move->add_option("--thread", qm.thread, "the service thread")->required();
+  queue_move->callback([&] {
+    if (!qm.port && !qm.uplink) throw CLI::ValidationError("--port or --uplink is required");
+    code = Commands(global).queue_move(qm);
+  });
+
   // ---- log ----
   auto* log = app.add_subcommand("log", "logging")->require_subcommand(1);
   std::string level;

@@ -94,6 +94,62 @@ void ControlApi::register_methods(RpcDispatcher& d) {
   d.add("stats.reset", bind(&ControlApi::stats_reset));
   d.add("log.set_level", bind(&ControlApi::log_set_level));
   d.add("config.get", bind(&ControlApi::config_get));
+  d.add("queue.move", bind(&ControlApi::queue_move));
+}
+
+RpcResult ControlApi::queue_move(const json& params) {
+  const auto thread = params["thread"].get<std::uint16_t>();
+  if (thread >= daemon_.dataplane().thread_count())
+    return RpcError{RpcErrorCode::kInvalidParams,
+                    "params.thread: service thread " + std::to_string(thread) + " does not exist",
+                    nullptr};
+  std::string what;  // for the log and errors: "port vm1 pairs 1,3", "uplink up0 queue 0"
+  json pairs = json::array();
+  std::optional<dataplane::Dataplane::Move> move;
+  if (const auto port_name = opt_string(params, "port")) {
+    auto* port = daemon_.find_port(*port_name);
+    if (port == nullptr) return not_found("no port named " + *port_name);
+    const auto pair = params["pair"].get<std::uint32_t>();
+    if (pair >= port->config().queue_pairs)
+      return not_found("port " + *port_name + " has no queue pair " + std::to_string(pair));
+    const std::size_t group = port->group_of_pair(pair);
+    what = "port " + *port_name + " pairs";
+    for (std::uint32_t p = static_cast<std::uint32_t>(group); p < port->config().queue_pairs;
+         p += static_cast<std::uint32_t>(port->group_count())) {
+      what += (pairs.empty() ? " " : ",") + std::to_string(p);
+      pairs.push_back(p);
+    }
+    move = port->move_group(group, thread);
+  } else {
+    const std::string uplink_name = params["uplink"].get<std::string>();
+    auto* uplink = daemon_.find_uplink(uplink_name);
+    if (uplink == nullptr) return not_found("no uplink named " + uplink_name);
+    const auto queue = params["queue"].get<std::uint32_t>();
+    what = "uplink " + uplink_name + " queue " + std::to_string(queue);
+    move = uplink->move_queue(queue, thread);
+    if (!move)
+      return not_found("uplink " + uplink_name + " has no port for queue " + std::to_string(queue));
+  }
+  using dataplane::MoveOutcome;
+  if (move->outcome == MoveOutcome::kNotSettled || move->outcome == MoveOutcome::kThreadStalled) {
+    spdlog::warn("{}: not moved from service thread {} to {} ({}, after {} us)", what, move->from,
+                 thread, to_string(move->outcome), move->took.count());
+    return RpcError{RpcErrorCode::kOperationFailed,
+                    what + " stays on service thread " + std::to_string(move->from) + ": " +
+                        (move->outcome == MoveOutcome::kNotSettled
+                             ? "the frames queued for it were not taken within a second"
+                             : "a service thread is stalled"),
+                    nullptr};
+  }
+  if (move->outcome == MoveOutcome::kMoved)
+    spdlog::info("{}: moved from service thread {} to {} in {} us (queue.move)", what, move->from,
+                 thread, move->took.count());
+  json result{{"outcome", to_string(move->outcome)},
+              {"from", move->from},
+              {"thread", thread},
+              {"took_us", move->took.count()}};
+  if (params.contains("port")) result["pairs"] = pairs;
+  return result;
 }
 
 RpcResult ControlApi::version(const json&) {

@@ -36,6 +36,7 @@ class ControlApi {
   RpcResult stats_reset(const nlohmann::json& params);
   RpcResult log_set_level(const nlohmann::json& params);
   RpcResult config_get(const nlohmann::json& params);
+  RpcResult queue_move(const nlohmann::json& params);
 
   // not_found for a named port or uplink that does not exist (stats.get,
   // stats.reset); nothing when every one named does.

@@ -201,6 +201,14 @@ void add_thread_families(Families& out, Daemon& daemon) {
     out.push_back(std::move(f));
   }
   {
+    auto f = make_family("xdpvhost_queue_moves_total", MetricType::Counter,
+                         "Queues moved between service threads (queue.move), by outcome: moved, "
+                         "already_there, not_settled and thread_stalled (it stayed where it was).");
+    for (const auto& [outcome, name] : dataplane::kMoveOutcomeNames)
+      add_sample(f, {{"outcome", name}}, dp.moves(outcome));
+    out.push_back(std::move(f));
+  }
+  {
     auto f = make_family("xdpvhost_thread_busy_poll_microseconds", MetricType::Gauge,
                          "busy_poll_us in effect on the service thread.");
     for (std::uint16_t t = 0; t < n; ++t)

@@ -134,6 +134,11 @@ const controller::UplinkController* Daemon::find_uplink(const std::string& name)
   return it == uplinks_.end() ? nullptr : it->second.get();
 }
 
+controller::UplinkController* Daemon::find_uplink(const std::string& name) {
+  auto it = uplinks_.find(name);
+  return it == uplinks_.end() ? nullptr : it->second.get();
+}
+
 std::string Daemon::open_uplink(const UplinkConfig& uplink) {
   auto controller = std::make_unique<controller::UplinkController>(
       *dataplane_, io_, uplink, next_uplink_id_++, resolve(config_.tunables, uplink.tunables),
@@ -306,6 +311,11 @@ std::optional<dataplane::MacRefusal> Daemon::allow_learned_mac(
 }
 
 const controller::GuestPortController* Daemon::find_port(const std::string& name) const {
+  auto it = ports_.find(name);
+  return it == ports_.end() ? nullptr : it->second.get();
+}
+
+controller::GuestPortController* Daemon::find_port(const std::string& name) {
   auto it = ports_.find(name);
   return it == ports_.end() ? nullptr : it->second.get();
 }

@@ -85,10 +85,12 @@ class Daemon {
   bool is_run_time_port(const std::string& name) const { return run_time_ports_.count(name) != 0; }
 
   const controller::GuestPortController* find_port(const std::string& name) const;
+  controller::GuestPortController* find_port(const std::string& name);
   const std::map<std::string, std::unique_ptr<controller::GuestPortController>>& ports() const {
     return ports_;
   }
   const controller::UplinkController* find_uplink(const std::string& name) const;
+  controller::UplinkController* find_uplink(const std::string& name);
   const std::map<std::string, std::unique_ptr<controller::UplinkController>>& uplinks() const {
     return uplinks_;
   }

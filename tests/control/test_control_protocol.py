@@ -122,7 +122,7 @@ class ControlProtocol(unittest.TestCase):
     def test_a_every_example_against_the_running_daemon(self):
         methods = ["version", "health", "status", "config.get", "port.list", "port.get", "uplink.list",
                    "stats.get", "stats.reset", "tunables.set", "tunables.get", "log.set_level",
-                   "uplink.add", "port.add", "port.remove", "uplink.remove"]
+                   "queue.move", "uplink.add", "port.add", "port.remove", "uplink.remove"]
         self.assertEqual(sorted(methods), sorted(PROTO.methods))
         self.assertEqual(sorted(self.call("version")["methods"]), sorted(PROTO.methods))
         static_port = ["name", "socket", "mode", "mac", "uplink", "queue_pairs", "mtu", "thread"]
@@ -182,6 +182,15 @@ class ControlProtocol(unittest.TestCase):
                         self.assertEqual(len(result["threads"]), 2)
                 elif method in ("stats.reset", "port.remove", "uplink.remove", "log.set_level"):
                     self.assertEqual(result, expected, what)
+                elif method == "queue.move":
+                    # Where it ran depends on the examples before; where it runs does not.
+                    self.assertEqual(result["thread"], params["thread"], what)
+                    self.same(result, expected, ["pairs"], what)
+                    where = (self.call("port.get", {"name": params["port"]})["thread"]
+                             if "port" in params else
+                             {q["queue"]: q["thread"] for q in self.call("uplink.list")[0]["queues"]}
+                             [params["queue"]])
+                    self.assertEqual(where, params["thread"], what)
                 elif method in ("tunables.set", "tunables.get"):
                     self.same(result, expected, ["scope", "name"], what)
                     if method == "tunables.set":
@@ -195,6 +204,9 @@ class ControlProtocol(unittest.TestCase):
         self.call("port.remove", {"name": "vm4"})
         self.call("tunables.set", {"busy_poll_us": 50})
         self.call("log.set_level", {"level": "info"})
+        # Back where the config places them.
+        self.call("queue.move", {"port": "vm1", "pair": 0, "thread": 0})
+        self.call("queue.move", {"uplink": "up0", "queue": 0, "thread": 0})
 
     # ---- errors ------------------------------------------------------------------
 
@@ -242,6 +254,10 @@ class ControlProtocol(unittest.TestCase):
             ("port.add", {"name": "vm9", "socket": self.path("vm9.sock"),
                           "mac": "52:54:00:00:00:09", "thread": 5}),   # no thread 5
             ("uplink.add", {"name": "up9", "interface": "bad/if"}),
+            ("queue.move", {"port": "vm1", "pair": 0}),                # no thread
+            ("queue.move", {"port": "vm1", "pair": 0, "thread": 5}),   # no thread 5
+            ("queue.move", {"port": "vm1", "uplink": "up0", "pair": 0, "queue": 0,
+                            "thread": 0}),                            # both: neither alternative
         ]:
             self.call_error(method, params, CODES["invalid_params"])
         # -32001 name in use (ports and uplinks share one name space)
@@ -259,6 +275,10 @@ class ControlProtocol(unittest.TestCase):
                                ("tunables.set", {"port": "nope", "signal_batch": 4}),
                                ("stats.get", {"port": "nope"}),
                                ("stats.reset", {"uplink": "nope"}),
+                               ("queue.move", {"port": "nope", "pair": 0, "thread": 0}),
+                               ("queue.move", {"port": "vm1", "pair": 1, "thread": 0}),
+                               ("queue.move", {"uplink": "nope", "queue": 0, "thread": 0}),
+                               ("queue.move", {"uplink": "up0", "queue": 7, "thread": 0}),
                                ("port.add", {"name": "vm9", "socket": self.path("vm9.sock"),
                                              "mac": "52:54:00:00:00:09", "uplink": "nope"})]:
             self.call_error(method, params, CODES["not_found"])

@@ -187,6 +187,21 @@ class Ctl(unittest.TestCase):
         for bad in ("-1", "0", "abc"):
             self.run_ctl("stats", "--watch", bad, code=2)
 
+    def test_queue_move(self):
+        # One service thread: the port is there already; there is no thread 1.
+        out, _ = self.run_ctl("queue", "move", "--port", "vm1", "--thread", "0")
+        self.assertIn("port vm1 pairs 0 already runs on service thread 0", out)
+        r = self.json_ctl("queue.move", "queue", "move", "--port", "vm1", "--pair", "0",
+                          "--thread", "0")
+        self.assertEqual((r["outcome"], r["from"], r["thread"], r["pairs"]),
+                         ("already_there", 0, 0, [0]))
+        _, err = self.run_ctl("queue", "move", "--port", "vm1", "--thread", "1", code=1)
+        self.assertIn("service thread 1 does not exist", err)
+        self.run_ctl("queue", "move", "--port", "vm1", "--pair", "3", "--thread", "0", code=1)
+        self.run_ctl("queue", "move", "--uplink", "nope", "--thread", "0", code=1)
+        self.run_ctl("queue", "move", "--thread", "0", code=2)  # neither --port nor --uplink
+        self.run_ctl("queue", "move", "--port", "vm1", "--uplink", "up0", "--thread", "0", code=2)
+
     def test_log_level_and_call(self):
         out, _ = self.run_ctl("log", "level", "debug")
         self.assertIn("log level debug", out)

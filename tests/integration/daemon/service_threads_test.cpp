@@ -96,6 +96,35 @@ TEST_P(ServiceThreads, PingPongAcrossThreadsLosesNothing) {
   }
 }
 
+TEST_P(ServiceThreads, AMovedPortRunsOnItsNewThreadAndItsRingsFollowIt) {
+  // queue.move between exchanges, 40 times; then a new frontend session:
+  // its rings start on the thread that runs the port now.
+  auto a = connect_receiving_guest("a");
+  auto b = connect_receiving_guest("b");
+  const auto move_b = [&](int to) {
+    return rpc().call("queue.move", {{"port", "b"}, {"pair", 0}, {"thread", to}});
+  };
+  for (std::uint32_t round = 0; round < 40; ++round) {
+    const int to = static_cast<int>(round % 2);  // b starts on thread 1
+    const auto moved = move_b(to);
+    EXPECT_EQ(moved.at("outcome"), "moved") << moved.dump();
+    EXPECT_EQ(moved.at("from"), 1 - to);
+    EXPECT_EQ(moved.at("pairs"), nlohmann::json::array({0}));
+    EXPECT_EQ(port_get("b").at("thread"), to);
+    ASSERT_TRUE(exchange(*a, kMacA, *b, kMacB, 20, round * 1000)) << "round " << round;
+  }
+  EXPECT_EQ(move_b(1).at("outcome"), "already_there");
+  EXPECT_EQ(move_b(0).at("outcome"), "moved");
+  b.reset();
+  EXPECT_TRUE(wait_until([&] { return port_state("b") == "waiting"; })) << port_get("b").dump();
+  b = connect_receiving_guest("b");
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(exchange(*a, kMacA, *b, kMacB, 20, 90000));
+  EXPECT_EQ(port_get("b").at("thread"), 0);
+  for (const auto& t : rpc().call("stats.get").at("threads"))
+    EXPECT_EQ(t.at("dropped_port_gone"), 0) << t.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Daemon, ServiceThreads, ::testing::Values(0, 50), [](const auto& info) {
   return "BusyPoll" + std::to_string(info.param) + "us";
 });

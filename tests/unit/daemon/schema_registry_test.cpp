@@ -46,9 +46,9 @@ TEST(SchemaRegistry, EmbeddedFilesAreExactlyTheProtoDirectory) {
 TEST(SchemaRegistry, ListsEveryMethodWithParamsAndResult) {
   const auto& reg = SchemaRegistry::embedded();
   const std::vector<std::string> expected = {
-      "config.get",  "health",      "log.set_level", "port.add", "port.get",     "port.list",
-      "port.remove", "stats.get",   "stats.reset",   "status",   "tunables.get", "tunables.set",
-      "uplink.add",  "uplink.list", "uplink.remove", "version"};
+      "config.get",   "health",     "log.set_level", "port.add",      "port.get", "port.list",
+      "port.remove",  "queue.move", "stats.get",     "stats.reset",   "status",   "tunables.get",
+      "tunables.set", "uplink.add", "uplink.list",   "uplink.remove", "version"};
   EXPECT_EQ(reg.methods(), expected);
   for (const auto& m : reg.methods()) {
     EXPECT_TRUE(reg.has_method(m)) << m;
