@@ -38,6 +38,7 @@ import scenario_lifecycle  # noqa: E402
 import scenario_mac_learning  # noqa: E402
 import scenario_multiqueue  # noqa: E402
 import scenario_pair  # noqa: E402
+import scenario_queue_move  # noqa: E402
 import scenario_uplink  # noqa: E402
 from scenario_result import Pending, ScenarioResult, print_summary  # noqa: E402
 
@@ -76,9 +77,12 @@ SCENARIOS = [
      scenario_multiqueue.run_mq_uplink),
     ("mq-limit", "QEMU asks for more queue pairs than the port's maximum: QEMU reports it",
      scenario_multiqueue.run_mq_limit),
+    ("queue-move", "HTTP both ways (sha256) while the port's queue groups and the uplink's "
+                   "queue move between the 2 service threads (queue.move)",
+     scenario_queue_move.run_queue_move),
 ]
 # Run only when named (ctest runs them as e2e.multiqueue of their own).
-NAMED_ONLY = {"mq-uplink", "mq-limit"}
+NAMED_ONLY = {"mq-uplink", "mq-limit", "queue-move"}
 
 
 def parse_args(argv):

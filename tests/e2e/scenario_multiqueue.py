@@ -68,6 +68,21 @@ def _topology(ctx: Context):
     _in_peer("ethtool", "-K", PEER_IF, "tx", "off", "rx", "off")
 
 
+def node_with_port(ctx: Context, r: ScenarioResult, name: str, socket_name: str, mac_id: int,
+                   queues: int):
+    """The namespaces and a daemon with 2 service threads serving one port
+    `name` ("queues": `queues`, behind the uplink): (work dir, its socket,
+    the daemon). Pending without root."""
+    if os.geteuid() != 0:
+        raise Pending("needs root (network namespaces)")
+    wd = ctx.scenario_dir(r.name)
+    _topology(ctx)
+    sock = os.path.join(wd, socket_name)
+    d = _start_daemon(ctx, wd, [port(name, sock, "server", mac(mac_id), uplink="up0",
+                                     queues=queues)])
+    return wd, sock, d
+
+
 def _start_daemon(ctx: Context, wd: str, ports: list[dict]):
     d = ctx.daemon(wd, ports, uplinks=[{"name": "up0", "interface": UPLINK_IF, "queues": [0]}],
                    netns=NODE_NS, extra={"threads": {"count": 2}})
@@ -114,12 +129,7 @@ def _iperf_ok(res: dict | None) -> tuple[bool, str]:
 
 
 def run_mq_uplink(ctx: Context, r: ScenarioResult):
-    if os.geteuid() != 0:
-        raise Pending("needs root (network namespaces)")
-    wd = ctx.scenario_dir(r.name)
-    _topology(ctx)
-    s1 = os.path.join(wd, "mq-vm1.sock")
-    d = _start_daemon(ctx, wd, [port("vm1", s1, "server", mac(0x41), uplink="up0", queues=PAIRS)])
+    wd, s1, d = node_with_port(ctx, r, "vm1", "mq-vm1.sock", 0x41, PAIRS)
     ctx.background(["ip", "netns", "exec", PEER_NS, "tcpdump", "-i", PEER_IF, "-nn", "-c", "50"],
                    os.path.join(wd, "peer-tcpdump.log"))
     # The guest serves iperf3, reports its per-queue counters when told, goes
@@ -230,12 +240,7 @@ def run_mq_uplink(ctx: Context, r: ScenarioResult):
 
 
 def run_mq_limit(ctx: Context, r: ScenarioResult):
-    if os.geteuid() != 0:
-        raise Pending("needs root (network namespaces)")
-    wd = ctx.scenario_dir(r.name)
-    _topology(ctx)
-    s1 = os.path.join(wd, "mq-vm2.sock")
-    d = _start_daemon(ctx, wd, [port("vm2", s1, "server", mac(0x42), uplink="up0", queues=2)])
+    wd, s1, d = node_with_port(ctx, r, "vm2", "mq-vm2.sock", 0x42, 2)
     g = ctx.guest(wd, s1, "vm2", mac=mac(0x42), reconnect=1, netdev_queues=4, smp=2,
                   cmd="sleep 60")
     g.start()

@@ -70,20 +70,20 @@ def _uplink_ready(d) -> str:
 BLOB_MB = 16
 
 
-def _peer_blob(wd: str) -> tuple[str, dict]:
+def _peer_blob(wd: str, mb: int = BLOB_MB) -> tuple[str, dict]:
     """A random file for the peer's HTTP server: (its directory, {bytes, sha256})."""
     www = os.path.join(wd, "peer-www")
     os.makedirs(www, exist_ok=True)
-    data = os.urandom(BLOB_MB << 20)
+    data = os.urandom(mb << 20)
     with open(os.path.join(www, "blob"), "wb") as f:
         f.write(data)
     return www, {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def _peer_fetch(url: str, timeout: float = 120) -> dict:
-    """busybox wget in the peer namespace: {bytes, sha256, seconds, rc}."""
+def _peer_fetch(url: str, timeout: float = 120, ns: str = PEER_NS) -> dict:
+    """busybox wget in the peer namespace `ns`: {bytes, sha256, seconds, rc}."""
     t0 = time.monotonic()
-    p = subprocess.run(["ip", "netns", "exec", PEER_NS, "busybox", "wget", "-q", "-O", "-", url],
+    p = subprocess.run(["ip", "netns", "exec", ns, "busybox", "wget", "-q", "-O", "-", url],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     return {"bytes": len(p.stdout), "sha256": hashlib.sha256(p.stdout).hexdigest(),
             "seconds": round(time.monotonic() - t0, 2), "rc": p.returncode}
