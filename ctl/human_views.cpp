@@ -87,6 +87,9 @@ void print_resources(const json& r, std::ostream& out) {
   t.add({"mapped", non_zero(r["mapped"], {})});
   t.add({"threads", cell(r, "threads")});
   t.add({"rss", bytes(r["rss_bytes"])});
+  if (r.contains("heap") && r["heap"].is_object())
+    t.add({"heap", bytes(r["heap"]["in_use_bytes"]) + " in use, " + bytes(r["heap"]["free_bytes"]) +
+                       " free"});
   t.add({"bpf programs", bpf_list(r["bpf_programs"])});
   t.add({"bpf maps", bpf_list(r["bpf_maps"])});
   t.print(out);

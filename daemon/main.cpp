@@ -29,6 +29,7 @@
 #include "metrics_service.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/config_follower.hpp"
+#include "runtime/heap_trimmer.hpp"
 #include "runtime/daemon.hpp"
 #include "runtime/log_format.hpp"
 #include "runtime/log_level.hpp"
@@ -302,6 +303,8 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot confine the daemon: {}", error);
     return 1;
   }
+  HeapTrimmer heap_trimmer(io);
+  heap_trimmer.start();
   notify_service_manager("READY=1\nSTATUS=serving");
 
   // SIGTERM, SIGINT: stop taking work (control and metrics listeners
@@ -319,6 +322,7 @@ int main(int argc, char** argv) {
         spdlog::info("signal {}: shutting down", signal);
         notify_service_manager("STOPPING=1");
         follower.stop();
+        heap_trimmer.stop();
         listeners.stop();
         daemon.shutdown();
         io.stop();

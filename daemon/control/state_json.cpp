@@ -259,6 +259,7 @@ json resources_json(const sys::ResourceLedger& l) {
               {"mapped", std::move(mapped)},
               {"threads", l.threads},
               {"rss_bytes", l.rss_bytes},
+              {"heap", json{{"in_use_bytes", l.heap.in_use}, {"free_bytes", l.heap.free}}},
               {"bpf_programs", bpf_objects(l.bpf_programs, prog_type_name)},
               {"bpf_maps", bpf_objects(l.bpf_maps, map_type_name)}};
 }

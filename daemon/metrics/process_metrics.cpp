@@ -98,6 +98,12 @@ void add_process_families(Families& out, const sys::ResourceLedger& ledger) {
   out.push_back(std::move(count));
   one("xdpvhost_threads", MetricType::Gauge, "Threads of xdpvhostd.",
       static_cast<double>(ledger.threads));
+  auto heap = make_family("xdpvhost_heap_bytes", MetricType::Gauge,
+                          "The heap of xdpvhostd as its allocator sees it: in_use (allocated, "
+                          "not freed; a leak grows it) and free (kept for reuse).");
+  add_sample(heap, {{"state", "in_use"}}, ledger.heap.in_use);
+  add_sample(heap, {{"state", "free"}}, ledger.heap.free);
+  out.push_back(std::move(heap));
   auto bpf = make_family("xdpvhost_bpf_objects", MetricType::Gauge,
                          "BPF programs and maps xdpvhostd holds an fd of.");
   add_sample(bpf, {{"object", "program"}}, std::uint64_t{ledger.bpf_programs.size()});

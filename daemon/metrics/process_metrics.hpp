@@ -6,8 +6,8 @@
 // process_start_time_seconds (since the epoch, from /proc/self/stat and the
 // boot time in /proc/stat, as the Go client computes it); and xdpvhostd's
 // resource ledger (sys/resource_ledger.hpp) as xdpvhost_open_fds{kind},
-// xdpvhost_mapped_bytes{kind}, xdpvhost_mappings{kind}, xdpvhost_threads and
-// xdpvhost_bpf_objects{object}.
+// xdpvhost_mapped_bytes{kind}, xdpvhost_mappings{kind}, xdpvhost_threads,
+// xdpvhost_heap_bytes{state} and xdpvhost_bpf_objects{object}.
 
 #include <cstdint>
 #include <optional>

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/heap_policy.hpp"
+
 namespace xdpvhost::daemon {
 
 std::string set_up_process() {
@@ -19,8 +21,12 @@ std::string set_up_process() {
       return "cannot raise RLIMIT_NOFILE to " + std::to_string(limit.rlim_max) + ": " +
              std::strerror(errno);
   }
+  const bool mapped = sys::keep_large_blocks_mapped();
   return "umask 027, open files limit " + std::to_string(limit.rlim_cur) +
-         (before != limit.rlim_cur ? " (raised from " + std::to_string(before) + ")" : "");
+         (before != limit.rlim_cur ? " (raised from " + std::to_string(before) + ")" : "") +
+         (mapped ? ", heap blocks of " + std::to_string(sys::kHeapMmapThreshold / 1024) +
+                       " KiB and more mapped on their own"
+                 : ", the allocator keeps its own heap policy");
 }
 
 }  // namespace xdpvhost::daemon

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -13,6 +14,11 @@
 #include <string_view>
 
 #include "sys/unique_fd.hpp"
+
+#include "sys/heap_policy.hpp"
+#ifdef XDPVHOST_SANITIZER_ALLOCATOR
+#include <sanitizer/allocator_interface.h>
+#endif
 
 namespace xdpvhost::sys {
 
@@ -62,6 +68,18 @@ std::uint32_t ResourceLedger::fds_total() const noexcept {
   return std::accumulate(fds.begin(), fds.end(), 0u);
 }
 
+HeapBytes heap_bytes() noexcept {
+#ifdef XDPVHOST_SANITIZER_ALLOCATOR
+  // The sanitizer replaces malloc; glibc's arenas hold nothing of ours.
+  return HeapBytes{__sanitizer_get_current_allocated_bytes(), __sanitizer_get_free_bytes()};
+#else
+  // Summed over every arena: chunks in use (uordblks) and chunks too large
+  // for an arena, mapped on their own (hblkhd); free chunks (fordblks).
+  const struct mallinfo2 m = ::mallinfo2();
+  return HeapBytes{m.uordblks + m.hblkhd, m.fordblks};
+#endif
+}
+
 ResourceLedger take_resource_ledger() {
   ResourceLedger l;
   char buf[4096];
@@ -101,6 +119,7 @@ ResourceLedger take_resource_ledger() {
   const std::string_view status = read_proc(AT_FDCWD, "/proc/self/status", buf, sizeof buf);
   l.threads = static_cast<std::uint32_t>(field(status, "Threads:"));
   l.rss_bytes = field(status, "VmRSS:") * 1024;
+  l.heap = heap_bytes();
   return l;
 }
 

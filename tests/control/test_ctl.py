@@ -48,6 +48,7 @@ class Ctl(unittest.TestCase):
         self.assertIn("THREAD", out)
         self.assertRegex(out, r"fds +[0-9]+ of [0-9]+: .*eventfd [0-9]+.*socket [0-9]+")
         self.assertRegex(out, r"rss +[0-9.]+ MiB")
+        self.assertRegex(out, r"heap +[0-9.]+ [KMG]iB in use, [0-9.]+ ([KMG]i)?B free")
         status = self.json_ctl("status", "status")
         self.assertEqual([p["name"] for p in status["ports"]], ["vm1"])
         fds = status["resources"]["fds"]

@@ -190,6 +190,14 @@ class UplinkMetrics(unittest.TestCase):
         for kind in ("bpf_prog", "bpf_map", "eventfd", "epoll", "timerfd"):
             self.assertEqual(prom.value(f, "xdpvhost_open_fds", kind=kind), ledger["fds"][kind], kind)
         self.assertEqual(prom.value(f, "xdpvhost_mapped_bytes", kind="umem"), mapped["umem"]["bytes"])
+        # The heap as glibc counts it: the daemon's tables and buffers are in
+        # use, and the scrape reads the same allocator (it moves by the
+        # scrape's own allocations between the two reads, not by megabytes).
+        heap = ledger["heap"]
+        self.assertGreater(heap["in_use_bytes"], 64 * 1024, heap)
+        self.assertLess(abs(prom.value(f, "xdpvhost_heap_bytes", state="in_use") - heap["in_use_bytes"]),
+                        4 << 20, heap)
+        self.assertGreaterEqual(prom.value(f, "xdpvhost_heap_bytes", state="free"), 0)
         g.stop()
         wait_until(lambda: self.daemon.call("status")["resources"]["mapped"]["guest_memory"]["bytes"] == 0,
                    what="the guest's memory unmapped once it is gone")

@@ -22,7 +22,9 @@ checkpoint; after the --warmup checkpoints every count (fds by kind,
 mappings, threads, BPF programs and maps system-wide, XDP attachments,
 socket files, namespaces, interfaces) stays what it was, i.e. grows 0 per
 hour; within a daemon lifetime, after its first checkpoint, the daemon's
-memory ends no more than --rss-slack-kib above its lowest; no warning or error line in the log but those the faults
+resident memory ends no more than --rss-slack-kib above its lowest, and its
+heap in use (allocated, not freed) no more than --heap-slack-kib; no
+warning or error line in the log but those the faults
 explain (EXPECTED_PROBLEMS); the daemon stops cleanly at the end.
 
 Needs root (namespaces, XDP), dpdk-testpmd, and for the QEMU guests the
@@ -256,6 +258,9 @@ class Soak:
                           f"(longest silence {h['longest_silence_ms']} ms)")
 
 
+MEMORY_DEFAULTS = argparse.Namespace(rss_slack_kib=4096, heap_slack_kib=1024)
+
+
 # What must not grow: every count of the checkpoint samples (flattened names).
 def is_count(name):
     return (name.startswith("system.") or name.startswith("ledger.fds") or
@@ -263,8 +268,19 @@ def is_count(name):
             (name.startswith("ledger.mapped") and name.endswith(".count")))
 
 
+# Memory judged within each daemon lifetime, with its slack in KiB: the
+# resident figures, and the live heap (what a leak grows; the heap's free
+# part is the allocator's, reported with the slopes but not judged).
+def memory_slack_kib(name, args):
+    if name == "ledger.heap.in_use_bytes":
+        return args.heap_slack_kib
+    if name in ("ledger.rss_bytes", "smaps.Rss", "smaps.Anonymous", "smaps.Pss_Anon"):
+        return args.rss_slack_kib
+    return None
+
+
 def is_memory(name):
-    return name in ("ledger.rss_bytes", "smaps.Rss", "smaps.Anonymous", "smaps.Pss_Anon")
+    return name.startswith("ledger.heap.") or memory_slack_kib(name, MEMORY_DEFAULTS) is not None
 
 
 def idle_check(soak, seconds):
@@ -316,7 +332,7 @@ def run_epoch(soak, cast, samples):
     for t in threads:
         t.join(timeout=300)
         if t.is_alive():
-            soak.fail(f"an actor did not end its step within 300 s of the epoch's end")
+            soak.fail("an actor did not end its step within 300 s of the epoch's end")
     for actor in cast:
         try:
             actor.settle()
@@ -333,6 +349,8 @@ def checkpoint(soak):
     a = sample["accounting"]
     print(f"checkpoint {soak.epoch} (t={sample['t']} s, daemon lifetime {soak.generation}): "
           f"fds {sample['ledger']['fds']}, rss {sample['smaps'].get('Rss')} KiB, "
+          f"heap {sample['ledger']['heap']['in_use_bytes'] >> 10} KiB in use "
+          f"{sample['ledger']['heap']['free_bytes'] >> 10} KiB free, "
           f"rx {a['rx']} = tx {a['tx']} + drops {a['drops']} - refused where they came in "
           f"{a['ingress']} - uplink_refused {a['refused']} ({a['unaccounted']} unaccounted), "
           f"drops {a['drops_by_reason']}", flush=True)
@@ -344,7 +362,7 @@ def checkpoint(soak):
     return sample
 
 
-def verdict(soak, checkpoints, warmup, rss_slack_kib):
+def verdict(soak, checkpoints, warmup, args):
     """Slopes of every count and memory figure over the checkpoints after the
     warm-up; a count that changed, or memory that grew within a lifetime by
     more than the slack, fails."""
@@ -365,8 +383,8 @@ def verdict(soak, checkpoints, warmup, rss_slack_kib):
         values = [v for _, v, _ in points]
         if is_count(name) and len(set(values)) > 1:
             soak.fail(f"{name} changed between checkpoints: {values}")
-        if is_memory(name):
-            check_memory(soak, name, checkpoints, warmup, rss_slack_kib)
+        if memory_slack_kib(name, args) is not None:
+            check_memory(soak, name, checkpoints, warmup, memory_slack_kib(name, args))
     return slopes
 
 
@@ -378,7 +396,7 @@ def check_memory(soak, name, checkpoints, warmup, slack_kib):
     for i, s in enumerate(checkpoints):
         value = soak_accounting.flatten({k: s[k] for k in ("ledger", "smaps")}).get(name)
         by_life.setdefault(s["generation"], []).append((i, value))
-    scale = 1024 if name == "ledger.rss_bytes" else 1
+    scale = 1024 if name.startswith("ledger.") else 1  # bytes; smaps is in KiB
     for life, points in by_life.items():
         warm = [v for i, v in points[1:] if i >= warmup] if life else \
             [v for i, v in points if i >= warmup]
@@ -413,7 +431,8 @@ def main():
     ap.add_argument("--kill-every", type=int, default=3,
                     help="a SIGKILL and restart in every Nth epoch (0: never)")
     ap.add_argument("--warmup", type=int, default=1, help="checkpoints left out of the slopes")
-    ap.add_argument("--rss-slack-kib", type=int, default=4096)
+    ap.add_argument("--rss-slack-kib", type=int, default=MEMORY_DEFAULTS.rss_slack_kib)
+    ap.add_argument("--heap-slack-kib", type=int, default=MEMORY_DEFAULTS.heap_slack_kib)
     ap.add_argument("--xdpvhostd", default=paths.xdpvhostd())
     ap.add_argument("--guest-image", default=os.environ.get("XDPVHOST_GUEST_IMAGE_DIR"))
     ap.add_argument("--workdir", default="/tmp/xdpvhost-soak")
@@ -448,7 +467,7 @@ def main():
             run_epoch(soak, cast, samples)
             checkpoints.append(checkpoint(soak))
             soak.epoch += 1
-        report["slopes_per_hour"] = verdict(soak, checkpoints, args.warmup, args.rss_slack_kib)
+        report["slopes_per_hour"] = verdict(soak, checkpoints, args.warmup, args)
     except Exception as e:
         soak.fail(f"the run stopped: {e!r}\n{traceback.format_exc()[-2000:]}")
     finally:

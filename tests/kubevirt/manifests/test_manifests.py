@@ -776,32 +776,21 @@ class Metrics(unittest.TestCase):
                     self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
                     self.assertIn("SUCCESS", r.stdout)
 
-    def test_the_fd_growth_alert_fires_on_a_leak_and_not_on_churn(self):
-        """promtool's rule unit tests on XdpvhostFdsGrowing: a daemon leaking
-        12 fds every 5 minutes (a slow fd leak on a periodic path) is alerted
-        within 8 hours; one whose fds swing with guests coming and going, or
-        sit high but flat, is not."""
+    def promtool_alert_test(self, alertname, series, quiet_at, fires_at, node):
+        """Runs promtool's rule unit test of `alertname` on `series` (sampled
+        every 5 minutes): silent at `quiet_at`, firing for `node` alone, with
+        its annotations, at `fires_at`."""
         rule = load(os.path.join(KUBE, "monitoring", "prometheusrule.yaml"))[0]
         (alert,) = [r for g in rule["spec"]["groups"] for r in g["rules"]
-                    if r.get("alert") == "XdpvhostFdsGrowing"]
-        churn = " ".join(str(100 + 300 * (i % 2)) for i in range(121))
-        series = [
-            ('xdpvhost_open_fds{node="leaky",kind="bpf_prog"}', "40+12x120"),
-            ('xdpvhost_open_fds{node="leaky",kind="socket"}', "60x120"),
-            ('process_max_fds{node="leaky"}', "4000x120"),
-            ('xdpvhost_open_fds{node="churn",kind="eventfd"}', churn),
-            ('process_max_fds{node="churn"}', "4000x120"),
-            ('xdpvhost_open_fds{node="flat",kind="socket"}', "3900x120"),
-            ('process_max_fds{node="flat"}', "4000x120"),
-        ]
-        expected = {k: v.replace("{{ $labels.node }}", "leaky") for k, v in alert["annotations"].items()}
+                    if r.get("alert") == alertname]
+        expected = {k: v.replace("{{ $labels.node }}", node) for k, v in alert["annotations"].items()}
         tests = {"rule_files": ["alerts.yaml"], "evaluation_interval": "1m", "tests": [{
             "interval": "5m",
             "input_series": [{"series": name, "values": values} for name, values in series],
             "alert_rule_test": [
-                {"eval_time": "5h", "alertname": "XdpvhostFdsGrowing", "exp_alerts": []},
-                {"eval_time": "8h", "alertname": "XdpvhostFdsGrowing", "exp_alerts": [
-                    {"exp_labels": {"severity": "warning", "node": "leaky"},
+                {"eval_time": quiet_at, "alertname": alertname, "exp_alerts": []},
+                {"eval_time": fires_at, "alertname": alertname, "exp_alerts": [
+                    {"exp_labels": {"severity": "warning", "node": node},
                      "exp_annotations": expected}]},
             ]}]}
         with tempfile.TemporaryDirectory() as d:
@@ -813,6 +802,37 @@ class Metrics(unittest.TestCase):
                                text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("SUCCESS", r.stdout)
+
+    def test_the_fd_growth_alert_fires_on_a_leak_and_not_on_churn(self):
+        """promtool's rule unit tests on XdpvhostFdsGrowing: a daemon leaking
+        12 fds every 5 minutes (a slow fd leak on a periodic path) is alerted
+        within 8 hours; one whose fds swing with guests coming and going, or
+        sit high but flat, is not."""
+        churn = " ".join(str(100 + 300 * (i % 2)) for i in range(121))
+        self.promtool_alert_test("XdpvhostFdsGrowing", [
+            ('xdpvhost_open_fds{node="leaky",kind="bpf_prog"}', "40+12x120"),
+            ('xdpvhost_open_fds{node="leaky",kind="socket"}', "60x120"),
+            ('process_max_fds{node="leaky"}', "4000x120"),
+            ('xdpvhost_open_fds{node="churn",kind="eventfd"}', churn),
+            ('process_max_fds{node="churn"}', "4000x120"),
+            ('xdpvhost_open_fds{node="flat",kind="socket"}', "3900x120"),
+            ('process_max_fds{node="flat"}', "4000x120"),
+        ], quiet_at="5h", fires_at="8h", node="leaky")
+
+    def test_the_heap_growth_alert_fires_on_a_leak_and_not_on_churn(self):
+        """promtool's rule unit tests on XdpvhostHeapGrowing: a daemon whose
+        heap in use grows 1 MiB every 5 minutes is alerted within 14 hours;
+        one whose heap swings by 40 MiB with guests coming and going, or sits
+        high but flat (its free heap growing: the allocator keeping memory),
+        is not."""
+        mib = 1 << 20
+        churn = " ".join(str(20 * mib + 40 * mib * (i % 2)) for i in range(181))
+        self.promtool_alert_test("XdpvhostHeapGrowing", [
+            ('xdpvhost_heap_bytes{node="leaky",state="in_use"}', f"{8 * mib}+{mib}x180"),
+            ('xdpvhost_heap_bytes{node="churn",state="in_use"}', churn),
+            ('xdpvhost_heap_bytes{node="flat",state="in_use"}', f"{900 * mib}x180"),
+            ('xdpvhost_heap_bytes{node="flat",state="free"}', f"{mib}+{mib}x180"),
+        ], quiet_at="12h", fires_at="14h", node="leaky")
 
     def test_dashboard_panels(self):
         dash = json.loads(read_text(os.path.join(KUBE, "monitoring", "xdpvhost-dashboard.json")))

@@ -1,5 +1,5 @@
 // The resource ledger counts what the process holds: each fd by its kind,
-// each MemoryMapping by what it is for, threads and RSS.
+// each MemoryMapping by what it is for, threads, RSS and the heap.
 
 #include "sys/resource_ledger.hpp"
 
@@ -12,7 +12,9 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "sys/unique_fd.hpp"
 
@@ -106,6 +108,32 @@ TEST(ResourceLedger, ThreadsAndResidentMemoryAreRead) {
   std::thread t([&] { EXPECT_EQ(take_resource_ledger().threads, one.threads + 1); });
   t.join();
   EXPECT_TRUE(one.bpf_programs.empty()) << "a test holds no BPF program";
+}
+
+// What the allocator reports follows what the process allocates and frees:
+// small blocks (arena chunks) and a large one (mapped on its own). In the
+// sanitizer tree the sanitizer's allocator answers, with the same meaning.
+TEST(ResourceLedger, TheHeapInUseFollowsAllocationsAndFrees) {
+  constexpr std::size_t kBlocks = 1000, kBlock = 1024, kLarge = 8 << 20;
+  constexpr std::uint64_t kSmall = kBlocks * kBlock;
+  const HeapBytes before = heap_bytes();
+  std::vector<std::unique_ptr<char[]>> blocks;
+  blocks.reserve(kBlocks);
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    blocks.push_back(std::make_unique<char[]>(kBlock));
+    blocks.back()[kBlock - 1] = static_cast<char>(i);
+  }
+  auto large = std::make_unique<char[]>(kLarge);
+  large[kLarge - 1] = 1;
+  const HeapBytes with = take_resource_ledger().heap;
+  EXPECT_GE(with.in_use, before.in_use + kSmall + kLarge);
+  EXPECT_LE(with.in_use, before.in_use + 2 * kSmall + kLarge + (1 << 20))
+      << "chunk headers cost bytes, not kilobytes";
+  blocks.clear();
+  large.reset();
+  const HeapBytes after = heap_bytes();
+  // glibc's per-thread cache keeps a few freed blocks that it counts as in use.
+  EXPECT_LE(after.in_use, with.in_use - kSmall - kLarge + 64 * kBlock);
 }
 
 }  // namespace
