@@ -16,8 +16,13 @@ namespace xdpvhost::dataplane {
 
 class FrameBacklog {
  public:
+  // Allocated here, with the port, never on the datapath; not zeroed, so
+  // its pages become resident only as frames pass through them.
   FrameBacklog(std::uint32_t max_frames, std::uint32_t max_bytes)
-      : max_frames_(max_frames), bytes_(max_bytes) {}
+      : max_frames_(max_frames),
+        bytes_(max_bytes),
+        storage_(std::make_unique_for_overwrite<std::uint8_t[]>(max_bytes)),
+        meta_(std::make_unique<Meta[]>(max_frames)) {}
 
   bool empty() const noexcept { return count_ == 0; }
   std::uint32_t size() const noexcept { return count_; }
@@ -25,10 +30,6 @@ class FrameBacklog {
   // Copies the frame in; false if the backlog is full (frames or bytes).
   bool push(const Frame& frame) {
     if (count_ == max_frames_ || frame.len > bytes_) return false;
-    if (!storage_) {
-      storage_ = std::make_unique<std::uint8_t[]>(bytes_);
-      meta_ = std::make_unique<Meta[]>(max_frames_);
-    }
     // Frames are stored whole: one that does not fit before the end of the
     // ring starts at its beginning (the bytes skipped are counted as used).
     std::uint32_t at = write_;
@@ -80,9 +81,9 @@ class FrameBacklog {
   std::uint32_t bytes_;
   std::uint32_t head_ = 0;
   std::uint32_t count_ = 0;
-  std::uint32_t used_ = 0;                   // bytes taken, skipped ones included
-  std::uint32_t write_ = 0;                  // where the next frame goes
-  std::unique_ptr<std::uint8_t[]> storage_;  // allocated on first use
+  std::uint32_t used_ = 0;   // bytes taken, skipped ones included
+  std::uint32_t write_ = 0;  // where the next frame goes
+  std::unique_ptr<std::uint8_t[]> storage_;
   std::unique_ptr<Meta[]> meta_;
 };
 

@@ -68,10 +68,10 @@ GuestRx::GuestRx(GuestRings& rings, PortCounters& counters, const PortTunables& 
       // Room for kBacklogFrames frames of the MTU and kBacklogGsoFrames GSO
       // frames of 64 KiB (GRO's super-frames from the uplink: each one
       // dropped for want of room costs the guest's TCP 30-45 segments).
-      // Allocated on first use.
       backlog_(kBacklogFrames, kBacklogFrames * std::max(net::max_frame_for_mtu(mtu),
                                                          net::max_frame_for_mtu(1500)) +
-                                   kBacklogGsoFrames * net::kMaxGsoFrame) {
+                                   kBacklogGsoFrames * net::kMaxGsoFrame),
+      segment_buffer_(std::make_unique_for_overwrite<std::uint8_t[]>(net::kMaxGsoFrame)) {
   chains_.resize(4);
 }
 
@@ -192,7 +192,6 @@ GuestRx::Delivery GuestRx::deliver_segments(GuestQueue& q, const Frame& frame) {
       total) {
     return out_of_buffers(q);
   }
-  if (segment_buffer_.size() < net::kMaxGsoFrame) segment_buffer_.resize(net::kMaxGsoFrame);
   // Each segment is made in segment_buffer_ and written to the guest as a
   // frame of its own, every checksum complete: DATA_VALID for a guest that
   // reads the flag. A segment that needs more buffers than the guest left
@@ -203,7 +202,7 @@ GuestRx::Delivery GuestRx::deliver_segments(GuestQueue& q, const Frame& frame) {
     net::VirtioNetOffload header;
     net::SegmentBuffer next_buffer(std::uint32_t len) noexcept {
       if (len > port.rings_.link().max_frame) return {};  // a frame without GSO longer than the MTU
-      return {port.segment_buffer_.data(), static_cast<std::uint32_t>(port.segment_buffer_.size())};
+      return {port.segment_buffer_.get(), net::kMaxGsoFrame};
     }
     void commit(const net::SegmentBuffer& b, const net::SegmentMeta& meta) noexcept {
       const Span span{b.data, meta.len};

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "dataplane/frame.hpp"
@@ -98,7 +99,7 @@ class GuestRx {
 
   // Scratch reused for every frame (no allocation after warm-up).
   std::vector<virtio::DescriptorChain> chains_;
-  std::vector<std::uint8_t> segment_buffer_;  // one segment at a time (allocated on first use)
+  std::unique_ptr<std::uint8_t[]> segment_buffer_;  // one segment at a time, kMaxGsoFrame bytes
 };
 
 }  // namespace xdpvhost::dataplane

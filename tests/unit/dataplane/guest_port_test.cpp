@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "dataplane/forwarder.hpp"
+#include "sys/resource_ledger.hpp"
 #include "virtio/dirty_log.hpp"
 #include "net_test_guest.hpp"
 
@@ -393,6 +394,33 @@ TEST_P(TsoSegmentation, ATsoFrameIsSegmentedInSoftwareForAGuestWithoutTso) {
 
 INSTANTIATE_TEST_SUITE_P(PiecesAndGuestCsum, TsoSegmentation,
                          ::testing::Combine(::testing::Values(1, 3), ::testing::Bool()));
+
+// The datapath allocates nothing once a port exists: not when it holds
+// frames for a guest without receive buffers (the backlog is allocated with
+// the port), not when it segments for a guest without TSO. The heap in use,
+// as the allocator counts it, is the same after such rounds as before (the
+// first round, which sizes the descriptor-chain scratch, is the warm-up).
+TEST_F(GuestPortTest, HoldingAndSegmentingFramesAllocatesNothing) {
+  build(kTsoSender, test::default_features());
+  constexpr std::size_t kSegments = (kGsoPayload + kMss - 1) / kMss;
+  b->guest.post_rx(kSegments, 2048);
+  a->guest.send(test::tcp_frame(kMacB, kMacA, kGsoPayload, 1000, 0x18), tso_header(), 3);
+  round();
+  ASSERT_EQ(b->guest.received().size(), kSegments) << "the guest has no buffer left";
+  for (int i = 0; i < 4; ++i)
+    a->guest.send(test::tcp_frame(kMacB, kMacA, kGsoPayload, 1000, 0x18), tso_header(), 3);
+  const std::uint64_t before = sys::heap_bytes().in_use;
+  round();
+  const std::uint64_t holding = sys::heap_bytes().in_use;
+  EXPECT_EQ(holding, before) << "the guest has no buffers: the frames wait in the backlog";
+  ASSERT_EQ(b->port.held(), 4u);
+  b->guest.post_rx(64, 2048);
+  const std::uint64_t posted = sys::heap_bytes().in_use;
+  round();
+  EXPECT_EQ(sys::heap_bytes().in_use, posted) << "the held frames were segmented into the guest";
+  EXPECT_EQ(b->port.held(), 0u);
+  EXPECT_EQ(b->guest.received().size(), 4 * kSegments);
+}
 
 // A TCP stream of TSO frames to a guest without TSO that posts few buffers
 // at a time: what the backlog holds arrives as the guest reposts, whole and
