@@ -100,21 +100,15 @@ void UplinkController::report_mtu_above(const std::string& port, std::uint32_t m
                   port, why);
 }
 
-bool UplinkController::add_queue_port(std::uint32_t queue, std::string& error) {
+void UplinkController::add_queue_port(std::uint32_t queue) {
   UplinkQueuePort::Options options;
   options.queue = queue;
   options.max_frame = max_frame();
   options.tunables = tunables_;
   auto port = std::make_unique<UplinkQueuePort>(
       dataplane_.allocate_port_id(), config_.name + ":q" + std::to_string(queue), id_, options);
-  const std::uint16_t thread = config_.thread.value_or(dataplane_.least_loaded_thread());
-  if (thread >= dataplane_.thread_count()) {
-    error = "service thread " + std::to_string(thread) + " does not exist";
-    return false;
-  }
-  dataplane_.attach(*port, thread);
+  dataplane_.attach(*port, config_.thread.value_or(dataplane_.least_loaded_thread()));
   ports_.push_back(std::move(port));
-  return true;
 }
 
 bool UplinkController::wanted(std::size_t i) const noexcept {
@@ -122,13 +116,13 @@ bool UplinkController::wanted(std::size_t i) const noexcept {
 }
 
 bool UplinkController::start(std::string& error) {
-  if (config_.queues) {
-    for (std::uint32_t q : *config_.queues)
-      if (!add_queue_port(q, error)) return false;
-  } else if (config_.thread && *config_.thread >= dataplane_.thread_count()) {
+  // Checked once: the service threads do not change while the daemon runs.
+  if (config_.thread && *config_.thread >= dataplane_.thread_count()) {
     error = "service thread " + std::to_string(*config_.thread) + " does not exist";
     return false;
   }
+  if (config_.queues)
+    for (std::uint32_t q : *config_.queues) add_queue_port(q);
   attached_ = true;
 
   monitor_ = nic::LinkMonitor::open(error);
@@ -202,13 +196,7 @@ void UplinkController::sync_queues() {
                    : std::string(),
                wanted_count - 1, nic_queues_);
   nic_queues_ = wanted_count;
-  for (auto q = static_cast<std::uint32_t>(ports_.size()); q < nic_queues_; ++q) {
-    std::string error;
-    if (!add_queue_port(q, error)) {
-      spdlog::error("uplink {}: queue {}: {}", config_.name, q, error);
-      break;
-    }
-  }
+  for (auto q = static_cast<std::uint32_t>(ports_.size()); q < nic_queues_; ++q) add_queue_port(q);
   for (std::size_t i = 0; i < ports_.size(); ++i)
     if (!wanted(i) && ports_[i]->status().bound.load()) unbind_queue(i);
   if (flood_port_ && !wanted(*flood_port_)) {

@@ -137,8 +137,9 @@ class UplinkController {
  private:
   bool setup(std::string& error);
   void teardown();
-  // A queue port on the thread the config names, else the least loaded.
-  bool add_queue_port(std::uint32_t queue, std::string& error);
+  // A queue port on the thread the config names (checked by start()), else
+  // the least loaded.
+  void add_queue_port(std::uint32_t queue);
   // Whether ports_[i]'s queue is one to bind: with queues "all", one the
   // NIC has now.
   bool wanted(std::size_t i) const noexcept;
