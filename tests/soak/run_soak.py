@@ -258,9 +258,6 @@ class Soak:
                           f"(longest silence {h['longest_silence_ms']} ms)")
 
 
-MEMORY_DEFAULTS = argparse.Namespace(rss_slack_kib=4096, heap_slack_kib=1024)
-
-
 # What must not grow: every count of the checkpoint samples (flattened names).
 def is_count(name):
     return (name.startswith("system.") or name.startswith("ledger.fds") or
@@ -268,19 +265,18 @@ def is_count(name):
             (name.startswith("ledger.mapped") and name.endswith(".count")))
 
 
-# Memory judged within each daemon lifetime, with its slack in KiB: the
-# resident figures, and the live heap (what a leak grows; the heap's free
-# part is the allocator's, reported with the slopes but not judged).
-def memory_slack_kib(name, args):
-    if name == "ledger.heap.in_use_bytes":
-        return args.heap_slack_kib
-    if name in ("ledger.rss_bytes", "smaps.Rss", "smaps.Anonymous", "smaps.Pss_Anon"):
-        return args.rss_slack_kib
-    return None
+# Memory judged within each daemon lifetime, by the option that gives its
+# slack (KiB): the resident figures, and the live heap (what a leak grows).
+# The heap's free part is the allocator's: in the slopes, not judged.
+JUDGED_MEMORY = {
+    "ledger.rss_bytes": "rss_slack_kib", "smaps.Rss": "rss_slack_kib",
+    "smaps.Anonymous": "rss_slack_kib", "smaps.Pss_Anon": "rss_slack_kib",
+    "ledger.heap.in_use_bytes": "heap_slack_kib",
+}
 
 
 def is_memory(name):
-    return name.startswith("ledger.heap.") or memory_slack_kib(name, MEMORY_DEFAULTS) is not None
+    return name in JUDGED_MEMORY or name.startswith("ledger.heap.")
 
 
 def idle_check(soak, seconds):
@@ -383,8 +379,8 @@ def verdict(soak, checkpoints, warmup, args):
         values = [v for _, v, _ in points]
         if is_count(name) and len(set(values)) > 1:
             soak.fail(f"{name} changed between checkpoints: {values}")
-        if memory_slack_kib(name, args) is not None:
-            check_memory(soak, name, checkpoints, warmup, memory_slack_kib(name, args))
+        if name in JUDGED_MEMORY:
+            check_memory(soak, name, checkpoints, warmup, getattr(args, JUDGED_MEMORY[name]))
     return slopes
 
 
@@ -431,8 +427,8 @@ def main():
     ap.add_argument("--kill-every", type=int, default=3,
                     help="a SIGKILL and restart in every Nth epoch (0: never)")
     ap.add_argument("--warmup", type=int, default=1, help="checkpoints left out of the slopes")
-    ap.add_argument("--rss-slack-kib", type=int, default=MEMORY_DEFAULTS.rss_slack_kib)
-    ap.add_argument("--heap-slack-kib", type=int, default=MEMORY_DEFAULTS.heap_slack_kib)
+    ap.add_argument("--rss-slack-kib", type=int, default=4096)
+    ap.add_argument("--heap-slack-kib", type=int, default=1024)
     ap.add_argument("--xdpvhostd", default=paths.xdpvhostd())
     ap.add_argument("--guest-image", default=os.environ.get("XDPVHOST_GUEST_IMAGE_DIR"))
     ap.add_argument("--workdir", default="/tmp/xdpvhost-soak")
