@@ -1,6 +1,7 @@
 // The heap trimmer, a periodic path of the daemon: thousands of checks hold
-// no fd, mapping or heap more than before, and a check trims when the
-// allocator holds enough free.
+// no fd, mapping or heap more than before; a check trims when the heap in
+// use fell from its peak, and a heap that did not shrink only every
+// kHeapTrimEvery checks.
 
 #include "runtime/heap_trimmer.hpp"
 
@@ -15,6 +16,23 @@
 namespace xdpvhost::daemon {
 namespace {
 
+// 4 MiB of 1 KiB blocks; freeing all but every 64th leaves holes among
+// live blocks, which only a trim hands back.
+class FourMiBOfSmallBlocks {
+ public:
+  FourMiBOfSmallBlocks() {
+    blocks_.reserve(4096);
+    for (int i = 0; i < 4096; ++i) blocks_.push_back(std::make_unique<char[]>(1024));
+  }
+  void free_all_but_every_64th() {
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+      if (i % 64 != 63) blocks_[i].reset();
+  }
+
+ private:
+  std::vector<std::unique_ptr<char[]>> blocks_;
+};
+
 TEST(HeapTrimmer, FiveThousandChecksHoldNothingMore) {
   boost::asio::io_context io;
   HeapTrimmer trimmer(io);
@@ -28,18 +46,30 @@ TEST(HeapTrimmer, FiveThousandChecksHoldNothingMore) {
   EXPECT_LE(after.heap.in_use, before.heap.in_use + 4096);
 }
 
-TEST(HeapTrimmer, TrimsWhenEnoughIsFree) {
+TEST(HeapTrimmer, TrimsOnTheCheckAfterTheHeapInUseFell) {
   boost::asio::io_context io;
   HeapTrimmer trimmer(io);
-  // Free holes among live blocks: 4 MiB of 1 KiB blocks, every 64th kept.
-  std::vector<std::unique_ptr<char[]>> blocks;
-  blocks.reserve(4096);
-  for (int i = 0; i < 4096; ++i) blocks.push_back(std::make_unique<char[]>(1024));
-  for (std::size_t i = 0; i < blocks.size(); ++i)
-    if (i % 64 != 63) blocks[i].reset();
+  FourMiBOfSmallBlocks blocks;
+  trimmer.tick();  // sees the peak
+  const std::uint64_t trims_at_peak = trimmer.trims();
+  blocks.free_all_but_every_64th();
   EXPECT_GE(sys::heap_bytes().free, kHeapTrimAbove);
   EXPECT_EQ(trimmer.tick(), !sys::kSanitizerAllocator);
-  EXPECT_EQ(trimmer.trims(), sys::kSanitizerAllocator ? 0u : 1u);
+  EXPECT_EQ(trimmer.trims(), trims_at_peak + (sys::kSanitizerAllocator ? 0u : 1u));
+}
+
+TEST(HeapTrimmer, AHeapThatDidNotShrinkIsTrimmedOnlyEveryKHeapTrimEveryChecks) {
+  // (The sanitizer's allocator is never trimmed: no check trims there.)
+  const bool trims = !sys::kSanitizerAllocator;
+  boost::asio::io_context io;
+  HeapTrimmer trimmer(io);
+  FourMiBOfSmallBlocks blocks;
+  trimmer.tick();
+  blocks.free_all_but_every_64th();
+  ASSERT_EQ(trimmer.tick(), trims);
+  for (unsigned i = 1; i < kHeapTrimEvery; ++i) ASSERT_FALSE(trimmer.tick()) << "check " << i;
+  EXPECT_EQ(trimmer.tick(), trims) << "the free holes are still there at check " << kHeapTrimEvery;
+  EXPECT_EQ(trimmer.trims(), trims ? 2u : 0u);
 }
 
 TEST(HeapTrimmer, ItsTimerRunsUntilStopped) {
