@@ -36,8 +36,8 @@ bool HeapTrimmer::tick() {
   if (!sys::give_back_free_heap()) return false;
   ++trims_;
   spdlog::debug(
-      "heap: free pages of {} KiB free handed back to the kernel in {} us ({} KiB in use, {} KiB "
-      "below its peak since the last trim)",
+      "heap: the free pages of its {} KiB free handed back to the kernel in {} us ({} KiB in use, "
+      "{} KiB below its peak since the last trim)",
       now.free >> 10,
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
                                                             start)
