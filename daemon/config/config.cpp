@@ -71,6 +71,12 @@ Tunables tunables_from_json(const json& j) {
   t.napi_busy_poll = j.value("napi_busy_poll", t.napi_busy_poll);
   t.busy_poll_budget = opt_u32(j, "busy_poll_budget").value_or(t.busy_poll_budget);
   t.flood_rate = opt_u32(j, "flood_rate").value_or(t.flood_rate);
+  if (auto mode = opt_string(j, "rebalance"))
+    t.rebalance = sys::value_named(dataplane::kRebalanceModeNames, *mode).value_or(t.rebalance);
+  t.rebalance_interval_s = opt_u32(j, "rebalance_interval_s").value_or(t.rebalance_interval_s);
+  t.rebalance_threshold_pct =
+      opt_u32(j, "rebalance_threshold_pct").value_or(t.rebalance_threshold_pct);
+  t.rebalance_margin_pct = opt_u32(j, "rebalance_margin_pct").value_or(t.rebalance_margin_pct);
   return t;
 }
 

@@ -55,6 +55,12 @@ ConfigResult<TunablesChange> parse_tunables_set(const json& params) {
       c.values.napi_busy_poll = params["napi_busy_poll"].get<bool>();
     c.values.busy_poll_budget = u32("busy_poll_budget");
     c.values.flood_rate = u32("flood_rate");
+    if (params.contains("rebalance"))
+      c.values.rebalance =
+          sys::value_named(dataplane::kRebalanceModeNames, params["rebalance"].get<std::string>());
+    c.values.rebalance_interval_s = u32("rebalance_interval_s");
+    c.values.rebalance_threshold_pct = u32("rebalance_threshold_pct");
+    c.values.rebalance_margin_pct = u32("rebalance_margin_pct");
     return c;
   } catch (const std::exception& e) {
     return internal_error(e);
@@ -121,14 +127,14 @@ ConfigResult<Config> with_tunables_set(const Config& config, const TunablesChang
       return ConfigError{ConfigErrorKind::kInvalid, "params: give port or uplink, not both", {}};
     }
     if (change.port &&
-        (v.busy_poll_us || v.tx_inflight_max || v.napi_busy_poll || v.busy_poll_budget)) {
+        (v.global_only() || v.tx_inflight_max || v.napi_busy_poll || v.busy_poll_budget)) {
       return ConfigError{ConfigErrorKind::kInvalid,
                          "params: a port overrides only signal_batch, rx_burst, tx_burst and "
                          "flood_rate",
                          {}};
     }
     if (change.uplink &&
-        (v.busy_poll_us || v.signal_batch || v.rx_burst || v.tx_burst || v.flood_rate)) {
+        (v.global_only() || v.signal_batch || v.rx_burst || v.tx_burst || v.flood_rate)) {
       return ConfigError{
           ConfigErrorKind::kInvalid,
           "params: an uplink overrides only tx_inflight_max, napi_busy_poll and busy_poll_budget",
@@ -159,6 +165,10 @@ ConfigResult<Config> with_tunables_set(const Config& config, const TunablesChang
       t.napi_busy_poll = v.napi_busy_poll.value_or(t.napi_busy_poll);
       t.busy_poll_budget = v.busy_poll_budget.value_or(t.busy_poll_budget);
       t.flood_rate = v.flood_rate.value_or(t.flood_rate);
+      t.rebalance = v.rebalance.value_or(t.rebalance);
+      t.rebalance_interval_s = v.rebalance_interval_s.value_or(t.rebalance_interval_s);
+      t.rebalance_threshold_pct = v.rebalance_threshold_pct.value_or(t.rebalance_threshold_pct);
+      t.rebalance_margin_pct = v.rebalance_margin_pct.value_or(t.rebalance_margin_pct);
     }
     return checked(std::move(next));
   } catch (const std::exception& e) {

@@ -27,6 +27,15 @@ struct TunablesPatch {
   std::optional<bool> napi_busy_poll;
   std::optional<std::uint32_t> busy_poll_budget;
   std::optional<std::uint32_t> flood_rate;
+  std::optional<dataplane::RebalanceMode> rebalance;
+  std::optional<std::uint32_t> rebalance_interval_s;
+  std::optional<std::uint32_t> rebalance_threshold_pct;
+  std::optional<std::uint32_t> rebalance_margin_pct;
+  // Any of the tunables only the global scope has.
+  bool global_only() const noexcept {
+    return busy_poll_us || rebalance || rebalance_interval_s || rebalance_threshold_pct ||
+           rebalance_margin_pct;
+  }
   bool operator==(const TunablesPatch&) const = default;
 };
 

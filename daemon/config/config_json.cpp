@@ -16,7 +16,11 @@ json to_json(const Tunables& t) {
               {"tx_inflight_max", t.tx_inflight_max},
               {"napi_busy_poll", t.napi_busy_poll},
               {"busy_poll_budget", t.busy_poll_budget},
-              {"flood_rate", t.flood_rate}};
+              {"flood_rate", t.flood_rate},
+              {"rebalance", dataplane::to_string(t.rebalance)},
+              {"rebalance_interval_s", t.rebalance_interval_s},
+              {"rebalance_threshold_pct", t.rebalance_threshold_pct},
+              {"rebalance_margin_pct", t.rebalance_margin_pct}};
 }
 
 json to_json(const dataplane::PortTunableOverrides& t) {

@@ -101,12 +101,15 @@ std::string Daemon::start() {
     }
   }
   if (dropped) persist();
+  rebalancer_ = std::make_unique<controller::Rebalancer>(io_, *dataplane_);
+  rebalancer_->follow_tunables();
   spdlog::info("xdpvhostd running: {} service thread(s), {} uplink(s), {} port(s)",
                dataplane_->thread_count(), uplinks_.size(), ports_.size());
   return {};
 }
 
 void Daemon::shutdown() {
+  rebalancer_.reset();  // moves nothing from here on
   // Closing a port stops its rings; stopping a ring publishes and signals
   // what is pending first.
   std::vector<std::string> names;
@@ -371,6 +374,7 @@ std::optional<ConfigError> Daemon::set_tunables(const TunablesChange& change) {
 
 void Daemon::apply_tunables() {
   dataplane_->set_tunables(config_.tunables);
+  if (rebalancer_) rebalancer_->follow_tunables();
   for (const auto& port : config_.ports) {
     auto it = ports_.find(port.name);
     if (it != ports_.end())

@@ -27,6 +27,7 @@
 #include "config/config_result.hpp"
 #include "dataplane/dataplane.hpp"
 #include "controller/guest_port_controller.hpp"
+#include "controller/rebalancer.hpp"
 #include "controller/uplink_controller.hpp"
 #include "runtime/config_source.hpp"
 
@@ -57,6 +58,8 @@ class Daemon {
   void set_listeners(const ControlConfig& control, const MetricsConfig& metrics);
   boost::asio::io_context& io() noexcept { return io_; }
   dataplane::Dataplane& dataplane() noexcept { return *dataplane_; }
+  // Started: what moved queues between threads by measured load.
+  const controller::Rebalancer& rebalancer() const noexcept { return *rebalancer_; }
   std::chrono::steady_clock::time_point started_at() const noexcept { return started_at_; }
 
   // Run-time changes (the control methods); on failure nothing changed.
@@ -131,6 +134,7 @@ class Daemon {
   boost::asio::io_context& io_;
   Config config_;
   std::unique_ptr<dataplane::Dataplane> dataplane_;
+  std::unique_ptr<controller::Rebalancer> rebalancer_;  // after the ports: it looks at them
   std::map<std::string, std::unique_ptr<controller::UplinkController>> uplinks_;
   std::map<std::string, std::unique_ptr<controller::GuestPortController>> ports_;
   controller::MacHandovers handovers_;

@@ -33,6 +33,13 @@ Dataplane::~Dataplane() {
   for (auto& t : threads_) t->stop();
 }
 
+std::vector<Dataplane::Placement> Dataplane::placements() const {
+  std::vector<Placement> out;
+  out.reserve(entries_.size());
+  for (const auto& e : entries_) out.push_back(Placement{e.port, e.thread});
+  return out;
+}
+
 std::uint16_t Dataplane::least_loaded_thread() const {
   std::vector<unsigned> load(threads_.size(), 0);
   for (const auto& e : entries_) ++load[e.thread];

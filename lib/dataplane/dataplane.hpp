@@ -87,6 +87,13 @@ class Dataplane {
   // The thread `port` lives on (it must be attached), and that thread: where
   // the control side runs the port's commands.
   std::uint16_t thread_of(const Port& port) const;
+  // Every attached port (queue groups and uplink queues included) and the
+  // thread it runs on: what the rebalancer weighs.
+  struct Placement {
+    Port* port = nullptr;
+    std::uint16_t thread = 0;
+  };
+  std::vector<Placement> placements() const;
   ServiceThread& owner(const Port& port) { return *threads_[thread_of(port)]; }
   const ServiceThread& owner(const Port& port) const { return *threads_[thread_of(port)]; }
 

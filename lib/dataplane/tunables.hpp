@@ -2,12 +2,27 @@
 // Run-time tunables of the datapath, and the one place their defaults are
 // written (proto/config.schema.json repeats them for readers; a unit test
 // checks that the two agree). The control side changes them by posting a
-// command to each service thread; the thread reads its own copy.
+// command to each service thread; the thread reads its own copy. The
+// rebalance_* ones are the control thread's (controller/rebalancer.hpp).
 
 #include <cstdint>
 #include <optional>
 
+#include "sys/enum_names.hpp"
+
 namespace xdpvhost::dataplane {
+
+// Whether queues move between service threads by measured load.
+enum class RebalanceMode : std::uint8_t { kAuto, kOff, kCount };
+inline constexpr sys::EnumNames<RebalanceMode, 2> kRebalanceModeNames{{
+    {RebalanceMode::kAuto, "auto"},
+    {RebalanceMode::kOff, "off"},
+}};
+static_assert(sys::in_enum_order(kRebalanceModeNames,
+                                 static_cast<std::size_t>(RebalanceMode::kCount)));
+constexpr const char* to_string(RebalanceMode m) {
+  return sys::name_of(kRebalanceModeNames, m);
+}
 
 struct Tunables {
   // The techniques behind them: docs/techniques.md.
@@ -19,6 +34,15 @@ struct Tunables {
   bool napi_busy_poll = false;           // drive the NIC's NAPI from the service thread
   std::uint32_t busy_poll_budget = 64;   // SO_BUSY_POLL_BUDGET
   std::uint32_t flood_rate = 10000;  // broadcast/multicast frames per second a guest sends; 0: any
+  // Placement by measured load: every rebalance_interval_s, when the busiest
+  // service thread was busy more than rebalance_threshold_pct of that time,
+  // move the one queue that lowers the busiest thread's load the most, if
+  // by rebalance_margin_pct of it or more. off: queues stay where they were
+  // placed.
+  RebalanceMode rebalance = RebalanceMode::kAuto;
+  std::uint32_t rebalance_interval_s = 10;
+  std::uint32_t rebalance_threshold_pct = 90;
+  std::uint32_t rebalance_margin_pct = 25;
   bool operator==(const Tunables&) const = default;
 };
 

@@ -177,6 +177,37 @@ TEST(ConfigChange, TunablesSetGlobal) {
   EXPECT_EQ(r->tunables.signal_batch, 32u);  // untouched
 }
 
+TEST(ConfigChange, TunablesSetRebalanceIsGlobal) {
+  auto change = parse_tunables_set({{"rebalance", "off"},
+                                    {"rebalance_interval_s", 2},
+                                    {"rebalance_threshold_pct", 50},
+                                    {"rebalance_margin_pct", 10}});
+  ASSERT_TRUE(change.ok()) << change.error().message;
+  auto r = with_tunables_set(base_config(), *change);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->tunables.rebalance, dataplane::RebalanceMode::kOff);
+  EXPECT_EQ(r->tunables.rebalance_interval_s, 2u);
+  EXPECT_EQ(r->tunables.rebalance_threshold_pct, 50u);
+  EXPECT_EQ(r->tunables.rebalance_margin_pct, 10u);
+  EXPECT_EQ(to_json(r->tunables)["rebalance"], "off");
+
+  auto bad = parse_tunables_set({{"rebalance", "sometimes"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ConfigErrorKind::kSchema);
+  bad = parse_tunables_set({{"rebalance_interval_s", 0}});
+  ASSERT_FALSE(bad.ok());
+  bad = parse_tunables_set({{"rebalance_threshold_pct", 101}});
+  ASSERT_FALSE(bad.ok());
+  bad = parse_tunables_set({{"port", "vm1"}, {"rebalance", "off"}});
+  ASSERT_FALSE(bad.ok()) << "a port has no rebalance of its own";
+  TunablesChange c;
+  c.uplink = "up0";
+  c.values.rebalance_margin_pct = 5;
+  expect_refused(
+      with_tunables_set(base_config(), c), ConfigErrorKind::kInvalid,
+      "params: an uplink overrides only tx_inflight_max, napi_busy_poll and busy_poll_budget");
+}
+
 TEST(ConfigChange, TunablesSetPortAndUplinkOverrides) {
   const Config before = base_config();
   auto change = parse_tunables_set({{"port", "vm1"}, {"signal_batch", 8}});

@@ -421,7 +421,7 @@ TEST(Config, ToJsonWritesDefaultsAndLeavesOutAbsentOptionals) {
                                      {"relearn_per_s", 1},
                                      {"relearn_burst", 4}}));
   EXPECT_EQ(j["threads"], (json{{"count", 1}}));
-  EXPECT_EQ(j["tunables"].size(), 8u);
+  EXPECT_EQ(j["tunables"].size(), 12u);
   EXPECT_EQ(j["metrics"]["listen"], "");
   EXPECT_EQ(j["log"]["level"], "info");
   EXPECT_FALSE(j.contains("state_file"));

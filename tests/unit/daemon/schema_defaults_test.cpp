@@ -41,7 +41,7 @@ int expect_defaults(const std::string& def, const json& written) {
 }
 
 TEST(SchemaDefaults, TunablesAreTheDataplaneDefaults) {
-  EXPECT_EQ(expect_defaults("tunables", to_json(dataplane::Tunables{})), 8);
+  EXPECT_EQ(expect_defaults("tunables", to_json(dataplane::Tunables{})), 12);
 }
 
 TEST(SchemaDefaults, PortAndUplinkAreTheControllerDefaults) {

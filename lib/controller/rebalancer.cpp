@@ -1,0 +1,116 @@
+#include "controller/rebalancer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "dataplane/rebalance_plan.hpp"
+
+namespace xdpvhost::controller {
+
+namespace {
+
+using dataplane::MoveOutcome;
+
+// What the log calls a queue: "port vm1, queue group id 7", "uplink queue up0:q0".
+std::string queue_name(const dataplane::Port& port) {
+  if (port.kind() == dataplane::PortKind::kUplink) return "uplink queue " + port.name();
+  return "port " + port.name() + ", queue group id " + std::to_string(port.id());
+}
+
+long percent(double load) {
+  return std::lround(load * 100);
+}
+
+}  // namespace
+
+Rebalancer::Rebalancer(boost::asio::io_context& io, dataplane::Dataplane& dataplane)
+    : timer_(io), dataplane_(dataplane) {}
+
+void Rebalancer::follow_tunables() {
+  const auto& t = dataplane_.tunables();
+  const std::chrono::seconds interval{
+      t.rebalance == dataplane::RebalanceMode::kOff ? 0 : t.rebalance_interval_s};
+  if (interval == interval_) return;
+  interval_ = interval;
+  timer_.cancel();
+  if (interval_.count() == 0) return;
+  take_baseline();
+  arm();
+}
+
+void Rebalancer::stop() {
+  interval_ = std::chrono::seconds{0};
+  timer_.cancel();
+}
+
+void Rebalancer::arm() {
+  timer_.expires_after(interval_);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    look();
+    arm();
+  });
+}
+
+void Rebalancer::take_baseline() {
+  since_ = std::chrono::steady_clock::now();
+  thread_busy_ns_.clear();
+  for (std::uint16_t t = 0; t < dataplane_.thread_count(); ++t)
+    thread_busy_ns_.push_back(dataplane_.thread(t).counters().busy_ns.get());
+  queue_busy_ns_.clear();
+  for (const auto& p : dataplane_.placements())
+    queue_busy_ns_[p.port->id()] = p.port->counters().busy_ns.get();
+}
+
+std::optional<dataplane::Dataplane::Move> Rebalancer::look() {
+  ++looks_;
+  const auto now = std::chrono::steady_clock::now();
+  const double span_ns = std::chrono::duration<double, std::nano>(now - since_).count();
+  // Each load is the busy time since the baseline over the time since the
+  // baseline; a thread or queue without a baseline (new since) counts from 0.
+  const std::uint16_t n = dataplane_.thread_count();
+  std::vector<double> threads(n, 0.0);
+  for (std::uint16_t t = 0; t < n; ++t) {
+    const std::uint64_t base = t < thread_busy_ns_.size() ? thread_busy_ns_[t] : 0;
+    threads[t] =
+        static_cast<double>(dataplane_.thread(t).counters().busy_ns.get() - base) / span_ns;
+  }
+  const auto placements = dataplane_.placements();
+  std::vector<dataplane::QueueLoad> queues;
+  queues.reserve(placements.size());
+  for (const auto& p : placements) {
+    const auto it = queue_busy_ns_.find(p.port->id());
+    const std::uint64_t base = it == queue_busy_ns_.end() ? 0 : it->second;
+    queues.push_back(dataplane::QueueLoad{
+        p.thread, static_cast<double>(p.port->counters().busy_ns.get() - base) / span_ns});
+  }
+  const auto plan =
+      span_ns > 0 ? dataplane::plan_move(threads, queues,
+                                         dataplane::RebalancePolicy::of(dataplane_.tunables()))
+                  : std::nullopt;
+  if (!plan) {
+    take_baseline();
+    return std::nullopt;
+  }
+
+  dataplane::Port& port = *placements[plan->queue].port;
+  const auto move = dataplane_.move(port, plan->to);
+  ++moves_[static_cast<std::size_t>(move.outcome)];
+  const auto over_s = std::chrono::duration<double>(now - since_).count();
+  if (move.outcome == MoveOutcome::kMoved)
+    spdlog::info(
+        "rebalance: {}: moved from service thread {} to {} in {} us ({}% of a core): thread {} "
+        "was {}% busy over the last {:.1f} s, thread {} {}%; the busiest now expected at {}%",
+        queue_name(port), plan->from, plan->to, move.took.count(),
+        percent(queues[plan->queue].load), plan->from, percent(plan->busiest_before), over_s,
+        plan->to, percent(threads[plan->to]), percent(plan->busiest_after));
+  else
+    spdlog::warn("rebalance: {}: not moved from service thread {} to {} ({}, after {} us)",
+                 queue_name(port), plan->from, plan->to, to_string(move.outcome),
+                 move.took.count());
+  take_baseline();  // the next interval is measured from after the move
+  return move;
+}
+
+}  // namespace xdpvhost::controller
