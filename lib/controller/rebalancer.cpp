@@ -58,33 +58,37 @@ void Rebalancer::take_baseline() {
   thread_busy_ns_.clear();
   for (std::uint16_t t = 0; t < dataplane_.thread_count(); ++t)
     thread_busy_ns_.push_back(dataplane_.thread(t).counters().busy_ns.get());
-  queue_busy_ns_.clear();
+  queue_counts_.clear();
   for (const auto& p : dataplane_.placements())
-    queue_busy_ns_[p.port->id()] = p.port->counters().busy_ns.get();
+    queue_counts_[p.port->id()] = {p.port->counters().busy_ns.get(),
+                                   p.port->counters().tx_packets.get()};
 }
 
 std::optional<dataplane::Dataplane::Move> Rebalancer::look() {
   ++looks_;
   const auto now = std::chrono::steady_clock::now();
   const double span_ns = std::chrono::duration<double, std::nano>(now - since_).count();
-  // Each load is the busy time since the baseline over the time since the
-  // baseline; a thread or queue without a baseline (new since) counts from 0.
+  // What each thread and queue did since the baseline; a queue without one
+  // (attached since) counts from 0.
   const std::uint16_t n = dataplane_.thread_count();
+  std::vector<std::uint64_t> thread_busy(n, 0);
   std::vector<double> threads(n, 0.0);
   for (std::uint16_t t = 0; t < n; ++t) {
     const std::uint64_t base = t < thread_busy_ns_.size() ? thread_busy_ns_[t] : 0;
-    threads[t] =
-        static_cast<double>(dataplane_.thread(t).counters().busy_ns.get() - base) / span_ns;
+    thread_busy[t] = dataplane_.thread(t).counters().busy_ns.get() - base;
+    threads[t] = static_cast<double>(thread_busy[t]) / span_ns;
   }
   const auto placements = dataplane_.placements();
-  std::vector<dataplane::QueueLoad> queues;
-  queues.reserve(placements.size());
+  std::vector<dataplane::QueueSample> samples;
+  samples.reserve(placements.size());
   for (const auto& p : placements) {
-    const auto it = queue_busy_ns_.find(p.port->id());
-    const std::uint64_t base = it == queue_busy_ns_.end() ? 0 : it->second;
-    queues.push_back(dataplane::QueueLoad{
-        p.thread, static_cast<double>(p.port->counters().busy_ns.get() - base) / span_ns});
+    const auto it = queue_counts_.find(p.port->id());
+    const QueueCounts base = it == queue_counts_.end() ? QueueCounts{} : it->second;
+    samples.push_back(dataplane::QueueSample{p.thread,
+                                             p.port->counters().busy_ns.get() - base.busy_ns,
+                                             p.port->counters().tx_packets.get() - base.frames_in});
   }
+  const auto queues = dataplane::queue_loads(thread_busy, samples, span_ns);
   const auto plan =
       span_ns > 0 ? dataplane::plan_move(threads, queues,
                                          dataplane::RebalancePolicy::of(dataplane_.tunables()))

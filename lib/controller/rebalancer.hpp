@@ -4,8 +4,9 @@
 //
 // Every rebalance_interval_s the control thread reads what each service
 // thread and each queue (a guest port's queue group, an uplink's NIC queue)
-// was busy since its last look (ThreadCounters::busy_ns,
-// PortCounters::busy_ns), asks dataplane::plan_move which one queue to move
+// was busy since its last look (ThreadCounters::busy_ns; per queue its polls,
+// PortCounters::busy_ns, and the frames put into it, tx_packets:
+// dataplane::queue_loads), asks dataplane::plan_move which one queue to move
 // (rebalance_threshold_pct, rebalance_margin_pct), and moves it with
 // Dataplane::move: quiesced on the old thread, handed over, resumed there,
 // no frame lost, sent twice or reordered. At most one move per interval,
@@ -60,8 +61,11 @@ class Rebalancer {
   dataplane::Dataplane& dataplane_;
   std::chrono::seconds interval_{0};  // 0: not looking (rebalance: off)
   std::chrono::steady_clock::time_point since_;
-  std::vector<std::uint64_t> thread_busy_ns_;                       // by thread, at since_
-  std::unordered_map<std::uint32_t, std::uint64_t> queue_busy_ns_;  // by port id, at since_
+  struct QueueCounts {
+    std::uint64_t busy_ns = 0, frames_in = 0;
+  };
+  std::vector<std::uint64_t> thread_busy_ns_;                    // by thread, at since_
+  std::unordered_map<std::uint32_t, QueueCounts> queue_counts_;  // by port id, at since_
   std::uint64_t looks_ = 0;
   std::array<std::uint64_t, static_cast<std::size_t>(dataplane::MoveOutcome::kCount)> moves_{};
 };

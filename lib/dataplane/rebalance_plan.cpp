@@ -4,6 +4,28 @@
 
 namespace xdpvhost::dataplane {
 
+std::vector<QueueLoad> queue_loads(std::span<const std::uint64_t> thread_busy_ns,
+                                   std::span<const QueueSample> queues, double span_ns) {
+  // Per thread: the busy time its queues' polls do not account for, and the
+  // frames put into its queues.
+  std::vector<std::uint64_t> rest(thread_busy_ns.begin(), thread_busy_ns.end());
+  std::vector<std::uint64_t> frames(thread_busy_ns.size(), 0);
+  for (const auto& q : queues) {
+    rest[q.thread] -= std::min(rest[q.thread], q.busy_ns);
+    frames[q.thread] += q.frames_in;
+  }
+  std::vector<QueueLoad> loads;
+  loads.reserve(queues.size());
+  for (const auto& q : queues) {
+    double ns = static_cast<double>(q.busy_ns);
+    if (frames[q.thread] != 0)
+      ns += static_cast<double>(rest[q.thread]) * static_cast<double>(q.frames_in) /
+            static_cast<double>(frames[q.thread]);
+    loads.push_back(QueueLoad{q.thread, span_ns > 0 ? ns / span_ns : 0.0});
+  }
+  return loads;
+}
+
 std::optional<PlannedMove> plan_move(std::span<const double> threads,
                                      std::span<const QueueLoad> queues,
                                      const RebalancePolicy& policy) noexcept {

@@ -3,11 +3,15 @@
 // load: the rebalancer's decision (controller/rebalancer.hpp measures and
 // moves; this only decides, so that it can be checked line by line).
 //
-// A load is a share of one core over the measured interval: the time a
-// thread (or a port on it) spent in poll rounds that moved frames
-// (ThreadCounters::busy_ns, PortCounters::busy_ns). A thread's load is at
-// least the sum of its ports' (it also drains its inboxes and runs
-// commands); moving a queue is taken to carry the queue's load alone.
+// A load is a share of one core over the measured interval. A thread's is
+// the time it spent in poll rounds that moved frames (ThreadCounters::
+// busy_ns). A queue's (queue_loads) is the time its own polls took
+// (PortCounters::busy_ns: taking its frames and forwarding them, delivering
+// to queues of the same thread included) plus its share, by the frames put
+// into it (tx_packets), of the rest of its thread's busy time: mostly
+// delivering the frames that came through the mailboxes from other threads,
+// which is what a queue that only receives costs its thread. Moving a queue
+// is taken to carry its load.
 //
 // The rule, after OVS's pmd-auto-lb: nothing moves unless the busiest
 // thread's load is above the threshold. Then of every move of one queue off
@@ -21,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "dataplane/tunables.hpp"
 
@@ -40,6 +45,18 @@ struct QueueLoad {
   std::uint16_t thread = 0;  // where it runs
   double load = 0;
 };
+
+// What one queue did over the interval.
+struct QueueSample {
+  std::uint16_t thread = 0;
+  std::uint64_t busy_ns = 0;    // its polls (PortCounters::busy_ns)
+  std::uint64_t frames_in = 0;  // frames put into it (PortCounters::tx_packets)
+};
+
+// Each queue's load over `span_ns`; `thread_busy_ns[t]` is thread t's busy
+// time, and every sample's thread is below its size.
+std::vector<QueueLoad> queue_loads(std::span<const std::uint64_t> thread_busy_ns,
+                                   std::span<const QueueSample> queues, double span_ns);
 
 struct PlannedMove {
   std::size_t queue = 0;  // index into the queues given

@@ -106,6 +106,34 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+TEST(QueueLoads, AQueueThatOnlyReceivesIsChargedTheRestOfItsThreadByItsFrames) {
+  // Thread 0: an uplink queue polled 40 % of the interval, delivering to a
+  // guest queue on thread 1 through the mailbox. Thread 1 was busy 30 %, its
+  // queues' polls 0 % and 5 %: the 25 % left is shared by the frames put into
+  // them, 3 to 1. Thread 0's rest (10 %) goes to no queue: nothing was put
+  // into its queue.
+  const std::vector<std::uint64_t> threads{500, 300};
+  const std::vector<QueueSample> queues{{0, 400, 0}, {1, 0, 3000}, {1, 50, 1000}};
+  const auto loads = queue_loads(threads, queues, 1000.0);
+  ASSERT_EQ(loads.size(), 3u);
+  EXPECT_DOUBLE_EQ(loads[0].load, 0.4);
+  EXPECT_DOUBLE_EQ(loads[1].load, 0.25 * 3 / 4);
+  EXPECT_DOUBLE_EQ(loads[2].load, 0.05 + 0.25 / 4);
+  EXPECT_EQ(loads[1].thread, 1);
+}
+
+TEST(QueueLoads, PollsMeasuredAboveTheThreadLeaveNoRestAndAnEmptySpanNoLoad) {
+  // Each counter is read at its own moment: the polls may add up to a
+  // little more than the thread.
+  const std::vector<std::uint64_t> threads{100};
+  const std::vector<QueueSample> queues{{0, 80, 10}, {0, 40, 10}};
+  auto loads = queue_loads(threads, queues, 1000.0);
+  EXPECT_DOUBLE_EQ(loads[0].load, 0.08);
+  EXPECT_DOUBLE_EQ(loads[1].load, 0.04);
+  loads = queue_loads(threads, queues, 0.0);
+  EXPECT_DOUBLE_EQ(loads[0].load, 0.0);
+}
+
 TEST(PlanMoveSteadyLoad, SettlesAfterAFewMovesAndNeverMovesBack) {
   // Eight queues of unequal load all on thread 0 of two: the plan applied
   // until it stops moves some, each lowering the busiest load, then leaves
