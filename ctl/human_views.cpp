@@ -176,12 +176,30 @@ void print_status(const json& status, std::ostream& out) {
     out << '\n';
   }
   out << '\n';
-  TextTable threads({"THREAD", "CPU", "STATE", "BUSY POLL US", "PORTS", "UPLINKS"},
-                    {true, true, false, true, false, false});
-  for (const auto& t : array_or_empty(status, "threads"))
-    threads.add({cell(t, "index"), cell(t, "cpu"), cell(t, "state"), cell(t, "busy_poll_us"),
-                 cell(t, "ports"), cell(t, "uplinks")});
+  // LOAD: what the rebalancer measured at its last look (percent of a core).
+  const json rebalance = status.value("rebalance", json::object());
+  const json loads = rebalance.value("thread_load_pct", json::array());
+  TextTable threads({"THREAD", "CPU", "STATE", "LOAD %", "BUSY POLL US", "PORTS", "UPLINKS"},
+                    {true, true, false, true, true, false, false});
+  for (const auto& t : array_or_empty(status, "threads")) {
+    const auto i = t.value("index", std::size_t{0});
+    threads.add({cell(t, "index"), cell(t, "cpu"), cell(t, "state"),
+                 i < loads.size() ? text(loads[i]) : "-", cell(t, "busy_poll_us"), cell(t, "ports"),
+                 cell(t, "uplinks")});
+  }
   threads.print(out);
+  if (!rebalance.empty()) {
+    out << "rebalance " << cell(rebalance, "mode");
+    if (rebalance.value("mode", std::string()) == "auto")
+      out << " every " << cell(rebalance, "interval_s") << " s";
+    const json moves = rebalance.value("moves", json::object());
+    out << ": " << moves.value("moved", 0) << " queue(s) moved";
+    if (const auto& m = rebalance.value("last_move", json()); m.is_object())
+      out << "; last " << cell(m, "queue") << " from thread " << cell(m, "from") << " to "
+          << cell(m, "to") << " (" << cell(m, "outcome") << ", thread " << cell(m, "from") << " at "
+          << cell(m, "busiest_pct") << " %), " << uptime(m.value("ago_s", 0.0)) << " ago";
+    out << '\n';
+  }
   out << '\n';
   print_port_list(array_or_empty(status, "ports"), out);
   out << '\n';

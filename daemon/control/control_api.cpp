@@ -192,6 +192,7 @@ RpcResult ControlApi::status(const json&) {
               {"ports", ports},
               {"uplinks", uplink_list(json::object()).result()},
               {"resources", resources_json(sys::take_resource_ledger())},
+              {"rebalance", rebalance_json(config.tunables, daemon_.rebalancer())},
               {"config", config_source_json(daemon_.config_source())}};
 }
 

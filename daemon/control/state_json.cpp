@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
+#include <cmath>
 
 #include "dataplane/drop_reason.hpp"
 #include "vhost/socket_endpoint.hpp"
@@ -262,6 +264,29 @@ json resources_json(const sys::ResourceLedger& l) {
               {"heap", json{{"in_use_bytes", l.heap.in_use}, {"free_bytes", l.heap.free}}},
               {"bpf_programs", bpf_objects(l.bpf_programs, prog_type_name)},
               {"bpf_maps", bpf_objects(l.bpf_maps, map_type_name)}};
+}
+
+json rebalance_json(const Tunables& t, const controller::Rebalancer& r) {
+  json moves = json::object();
+  for (const auto& [outcome, name] : dataplane::kMoveOutcomeNames) moves[name] = r.moves(outcome);
+  json loads = json::array();
+  for (double load : r.thread_loads()) loads.push_back(std::lround(load * 100));
+  json last = nullptr;
+  if (const auto& m = r.last_move())
+    last = json{
+        {"queue", m->queue},
+        {"from", m->from},
+        {"to", m->to},
+        {"outcome", dataplane::to_string(m->outcome)},
+        {"busiest_pct", std::lround(m->busiest_before * 100)},
+        {"expected_pct", std::lround(m->busiest_after * 100)},
+        {"ago_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - m->at).count()}};
+  return json{{"mode", dataplane::to_string(t.rebalance)},
+              {"interval_s", t.rebalance_interval_s},
+              {"looks", r.looks()},
+              {"thread_load_pct", loads},
+              {"moves", moves},
+              {"last_move", last}};
 }
 
 json config_source_json(const ConfigSource& s) {

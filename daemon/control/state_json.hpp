@@ -7,6 +7,7 @@
 
 #include "config/config.hpp"
 #include "controller/guest_port_controller.hpp"
+#include "controller/rebalancer.hpp"
 #include "dataplane/service_thread.hpp"
 #include "controller/uplink_controller.hpp"
 #include "runtime/config_source.hpp"
@@ -32,6 +33,8 @@ nlohmann::json uplink_status(const UplinkConfig& config,
 nlohmann::json uplink_stats(const UplinkStatsSnapshot& s);
 // What the process holds (status.resources).
 nlohmann::json resources_json(const sys::ResourceLedger& ledger);
+// What the rebalancer saw and did (status.rebalance).
+nlohmann::json rebalance_json(const Tunables& t, const controller::Rebalancer& r);
 // Where the config came from and how its reloads went (status.config).
 nlohmann::json config_source_json(const ConfigSource& source);
 

@@ -89,6 +89,7 @@ std::optional<dataplane::Dataplane::Move> Rebalancer::look() {
                                              p.port->counters().tx_packets.get() - base.frames_in});
   }
   const auto queues = dataplane::queue_loads(thread_busy, samples, span_ns);
+  thread_loads_ = threads;
   const auto plan =
       span_ns > 0 ? dataplane::plan_move(threads, queues,
                                          dataplane::RebalancePolicy::of(dataplane_.tunables()))
@@ -101,6 +102,13 @@ std::optional<dataplane::Dataplane::Move> Rebalancer::look() {
   dataplane::Port& port = *placements[plan->queue].port;
   const auto move = dataplane_.move(port, plan->to);
   ++moves_[static_cast<std::size_t>(move.outcome)];
+  last_move_ = LastMove{queue_name(port),
+                        plan->from,
+                        plan->to,
+                        move.outcome,
+                        plan->busiest_before,
+                        plan->busiest_after,
+                        std::chrono::steady_clock::now()};
   const auto over_s = std::chrono::duration<double>(now - since_).count();
   if (move.outcome == MoveOutcome::kMoved)
     spdlog::info(

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -50,6 +51,17 @@ class Rebalancer {
   std::uint64_t moves(dataplane::MoveOutcome outcome) const noexcept {
     return moves_[static_cast<std::size_t>(outcome)];
   }
+  // Each thread's load at the last look (a share of a core; empty before it).
+  const std::vector<double>& thread_loads() const noexcept { return thread_loads_; }
+  // The last move made or tried.
+  struct LastMove {
+    std::string queue;  // "port vm1, queue group id 7", "uplink queue up0:q0"
+    std::uint16_t from = 0, to = 0;
+    dataplane::MoveOutcome outcome = dataplane::MoveOutcome::kMoved;
+    double busiest_before = 0, busiest_after = 0;  // measured, and expected after it
+    std::chrono::steady_clock::time_point at;
+  };
+  const std::optional<LastMove>& last_move() const noexcept { return last_move_; }
 
  private:
   void arm();
@@ -67,6 +79,8 @@ class Rebalancer {
   std::vector<std::uint64_t> thread_busy_ns_;                    // by thread, at since_
   std::unordered_map<std::uint32_t, QueueCounts> queue_counts_;  // by port id, at since_
   std::uint64_t looks_ = 0;
+  std::vector<double> thread_loads_;
+  std::optional<LastMove> last_move_;
   std::array<std::uint64_t, static_cast<std::size_t>(dataplane::MoveOutcome::kCount)> moves_{};
 };
 

@@ -50,6 +50,10 @@ TEST_F(Rebalance, TheBusyThreadHandsAQueueToTheIdleOneWhileFramesFlow) {
   ASSERT_TRUE(traffic_for(2500ms, [] { return false; }));
   EXPECT_EQ(thread_of("a"), 0) << "moved while rebalance was off";
   EXPECT_EQ(thread_of("c"), 0) << "moved while rebalance was off";
+  const auto off = rpc().call("status").at("rebalance");
+  EXPECT_EQ(off.at("mode"), "off");
+  EXPECT_EQ(off.at("looks"), 0) << off.dump();
+  EXPECT_TRUE(off.at("last_move").is_null());
 
   rpc().call("tunables.set", {{"rebalance", "auto"}});
   const auto moved = [&] { return thread_of("a") == 1 || thread_of("c") == 1; };
@@ -60,6 +64,17 @@ TEST_F(Rebalance, TheBusyThreadHandsAQueueToTheIdleOneWhileFramesFlow) {
   const std::string log = daemon().log();
   EXPECT_NE(log.find("moved from service thread 0 to 1"), std::string::npos) << log;
   EXPECT_NE(log.find("rebalance: port "), std::string::npos) << log;
+  const auto status = rpc().call("status").at("rebalance");
+  EXPECT_EQ(status.at("mode"), "auto");
+  EXPECT_GE(status.at("looks").get<int>(), 1);
+  EXPECT_EQ(status.at("thread_load_pct").size(), 2u);
+  EXPECT_GE(status.at("moves").at("moved").get<int>(), 1) << status.dump();
+  const auto& last = status.at("last_move");
+  ASSERT_TRUE(last.is_object()) << status.dump();
+  EXPECT_EQ(last.at("from"), 0);
+  EXPECT_EQ(last.at("to"), 1);
+  EXPECT_EQ(last.at("outcome"), "moved");
+  EXPECT_EQ(last.at("queue").get<std::string>().rfind("port ", 0), 0u) << last.dump();
   for (const auto& t : rpc().call("stats.get").at("threads"))
     EXPECT_EQ(t.at("dropped_port_gone"), 0) << t.dump();
 }
