@@ -201,23 +201,22 @@ void add_thread_families(Families& out, Daemon& daemon) {
     out.push_back(std::move(f));
   }
   {
-    auto f = make_family("xdpvhost_queue_moves_total", MetricType::Counter,
-                         "Queues moved between service threads (queue.move and the rebalancer), by "
-                         "outcome: moved, already_there, not_settled and thread_stalled (it stayed "
-                         "where it was).");
-    for (const auto& [outcome, name] : dataplane::kMoveOutcomeNames)
-      add_sample(f, {{"outcome", name}}, dp.moves(outcome));
-    out.push_back(std::move(f));
-  }
-  {
+    // Moves by outcome: all of them (Dataplane), and the rebalancer's.
     const auto& rebalancer = daemon.rebalancer();
-    auto f = make_family("xdpvhost_rebalance_moves_total", MetricType::Counter,
-                         "Queues the rebalancer moved (or tried to) because the busiest service "
-                         "thread was above rebalance_threshold_pct, by outcome as "
-                         "xdpvhost_queue_moves_total.");
-    for (const auto& [outcome, name] : dataplane::kMoveOutcomeNames)
-      add_sample(f, {{"outcome", name}}, rebalancer.moves(outcome));
-    out.push_back(std::move(f));
+    const auto moves = [&](const char* family, const char* help, auto&& count) {
+      auto f = make_family(family, MetricType::Counter, help);
+      for (const auto& [outcome, name] : dataplane::kMoveOutcomeNames)
+        add_sample(f, {{"outcome", name}}, count(outcome));
+      out.push_back(std::move(f));
+    };
+    moves("xdpvhost_queue_moves_total",
+          "Queues moved between service threads (queue.move and the rebalancer), by outcome: "
+          "moved, already_there, not_settled and thread_stalled (it stayed where it was).",
+          [&](dataplane::MoveOutcome o) { return dp.moves(o); });
+    moves("xdpvhost_rebalance_moves_total",
+          "Queues the rebalancer moved (or tried to) because the busiest service thread was "
+          "above rebalance_threshold_pct, by outcome as xdpvhost_queue_moves_total.",
+          [&](dataplane::MoveOutcome o) { return rebalancer.moves(o); });
     auto looks = make_family("xdpvhost_rebalance_looks_total", MetricType::Counter,
                              "Times the rebalancer measured the service threads' load "
                              "(every rebalance_interval_s while rebalance is auto).");
