@@ -102,7 +102,8 @@ std::optional<dataplane::Dataplane::Move> Rebalancer::look() {
   dataplane::Port& port = *placements[plan->queue].port;
   const auto move = dataplane_.move(port, plan->to);
   ++moves_[static_cast<std::size_t>(move.outcome)];
-  last_move_ = LastMove{queue_name(port),
+  const std::string name = queue_name(port);
+  last_move_ = LastMove{name,
                         plan->from,
                         plan->to,
                         move.outcome,
@@ -114,13 +115,12 @@ std::optional<dataplane::Dataplane::Move> Rebalancer::look() {
     spdlog::info(
         "rebalance: {}: moved from service thread {} to {} in {} us ({}% of a core): thread {} "
         "was {}% busy over the last {:.1f} s, thread {} {}%; the busiest now expected at {}%",
-        queue_name(port), plan->from, plan->to, move.took.count(),
-        percent(queues[plan->queue].load), plan->from, percent(plan->busiest_before), over_s,
-        plan->to, percent(threads[plan->to]), percent(plan->busiest_after));
+        name, plan->from, plan->to, move.took.count(), percent(queues[plan->queue].load),
+        plan->from, percent(plan->busiest_before), over_s, plan->to, percent(threads[plan->to]),
+        percent(plan->busiest_after));
   else
-    spdlog::warn("rebalance: {}: not moved from service thread {} to {} ({}, after {} us)",
-                 queue_name(port), plan->from, plan->to, to_string(move.outcome),
-                 move.took.count());
+    spdlog::warn("rebalance: {}: not moved from service thread {} to {} ({}, after {} us)", name,
+                 plan->from, plan->to, to_string(move.outcome), move.took.count());
   take_baseline();  // the next interval is measured from after the move
   return move;
 }
